@@ -1,0 +1,1 @@
+"""Analyses over the IR: compute cost (``cost``), memory (``memory``)."""

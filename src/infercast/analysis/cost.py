@@ -1,0 +1,308 @@
+"""The cost walker: one pass over a graph, one handler per node, per-layer figures.
+
+Conventions (stated in every output):
+
+* **MACs** are multiply-accumulates of conv, depthwise conv, transposed conv,
+  fully-connected, MatMul/Gemm/Einsum/attention and recurrent cells.
+* **FLOPs** count every arithmetic operation; a MAC is 2 FLOPs. Bias adds and
+  fused activations of a conv / FC are not counted (the papers' convention).
+* **params** are elements of constant inputs that carry weights (float or
+  quantised values); shape, axis and bound arguments are not parameters. A
+  tensor shared by several layers counts once in the totals.
+* **weight_bytes** are the bytes the file stores for those parameters;
+  **runtime_weight_bytes** what the runtime holds after decoding (fp16 weights
+  dequantised to fp32, sparse weights densified).
+* An op with no handler is *unsupported*: its MACs and FLOPs are ``None``, it is
+  listed in ``unsupported_ops``, and the totals say they are incomplete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infercast.ir.dtypes import DType
+from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.views import ShapeUnknownError
+from infercast.ops.registry import Handler, OpContext, get_handler
+
+CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
+_QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
+
+Status = str
+"""``ok`` | ``folded`` (constant computation done once at load) | ``unsupported``
+(no cost rule) | ``unknown_shape`` | ``control_flow``."""
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    subgraph: str
+    index: int
+    name: str
+    op: str
+    native_op: str
+    status: Status
+    output_shapes: tuple[Shape | None, ...]
+    output_dtypes: tuple[str, ...]
+    macs: int | None
+    flops: int | None
+    params: int
+    weight_bytes: int
+    runtime_weight_bytes: int
+    input_bytes: int | None
+    output_bytes: int | None
+    note: str = ""
+
+    @property
+    def bytes_moved(self) -> int | None:
+        if self.input_bytes is None or self.output_bytes is None:
+            return None
+        return self.input_bytes + self.output_bytes + self.weight_bytes
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        """FLOPs per byte moved (activations in and out, weights as stored)."""
+        moved = self.bytes_moved
+        if self.flops is None or not moved:
+            return None
+        return self.flops / moved
+
+
+@dataclass(frozen=True)
+class Totals:
+    macs: int
+    flops: int
+    params: int
+    weight_bytes: int
+    runtime_weight_bytes: int
+    input_bytes: int
+    output_bytes: int
+    layers: int
+    unsupported_layers: int
+    unknown_shape_layers: int
+
+    @property
+    def complete(self) -> bool:
+        """False when some layer's cost is unknown (unsupported op or unknown shape)."""
+        return self.unsupported_layers == 0 and self.unknown_shape_layers == 0
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        moved = self.input_bytes + self.output_bytes + self.weight_bytes
+        return self.flops / moved if moved else None
+
+
+@dataclass(frozen=True)
+class UnsupportedOp:
+    op: str
+    native_op: str
+    count: int
+    layers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    graph: Graph
+    layers: tuple[LayerCost, ...]
+    totals: Totals
+    unsupported: tuple[UnsupportedOp, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def main_layers(self) -> list[LayerCost]:
+        return [ly for ly in self.layers if ly.subgraph == self.graph.name]
+
+
+def _is_weight(t: Tensor) -> bool:
+    return t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE
+
+
+def _weight_inputs(node: Node, graph: Graph, handler: Handler | None) -> list[Tensor]:
+    args = handler.arg_inputs if handler else frozenset()
+    out = []
+    seen: set[str] = set()
+    for i, name in enumerate(node.inputs):
+        if not name or i in args or name in seen:
+            continue
+        seen.add(name)
+        t = graph.tensors[name]
+        if t.is_constant and _is_weight(t):
+            out.append(t)
+    return out
+
+
+def _activation_bytes(tensors: list[Tensor]) -> int | None:
+    total = 0
+    for t in tensors:
+        n = t.nbytes
+        if n is None:
+            return None
+        total += n
+    return total
+
+
+class _Walker:
+    def __init__(self, root: Graph) -> None:
+        self.root = root
+        self.layers: list[LayerCost] = []
+        self.notes: list[str] = []
+        self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
+
+    def walk(self, graph: Graph) -> tuple[int | None, int | None]:
+        """Append the layers of ``graph``; return its (MACs, FLOPs), None if unknown."""
+        macs: int | None = 0
+        flops: int | None = 0
+        for node in graph.nodes:
+            layer = self.layer(graph, node)
+            self.layers.append(layer)
+            if layer.status in ("ok", "control_flow", "folded"):
+                if macs is not None and layer.macs is not None:
+                    macs += layer.macs
+                if flops is not None and layer.flops is not None:
+                    flops += layer.flops
+        return macs, flops
+
+    def subgraph_cost(self, graph: Graph, name: str) -> tuple[int | None, int | None]:
+        if name not in self.sub_totals:
+            sub = graph.subgraphs.get(name) or self.root.subgraphs.get(name)
+            if sub is None:
+                self.sub_totals[name] = (None, None)
+            else:
+                self.sub_totals[name] = (0, 0)  # guards recursion
+                self.sub_totals[name] = self.walk(sub)
+        return self.sub_totals[name]
+
+    def layer(self, graph: Graph, node: Node) -> LayerCost:
+        handler = get_handler(node.op)
+        outs = graph.output_tensors(node)
+        ins = graph.input_tensors(node)
+        act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
+        common = dict(
+            subgraph=graph.name,
+            index=node.index,
+            name=node.name,
+            op=node.op,
+            native_op=node.native_op,
+            output_shapes=tuple(t.shape for t in outs),
+            output_dtypes=tuple(t.dtype.value for t in outs),
+            input_bytes=_activation_bytes(act_in),
+            output_bytes=_activation_bytes(outs),
+        )
+        if node.attrs.get("folded"):
+            return LayerCost(
+                status="folded", macs=0, flops=0, params=0, weight_bytes=0,
+                runtime_weight_bytes=0, note="constant: computed once at load time", **common,
+            )  # type: ignore[arg-type]
+        weights = _weight_inputs(node, graph, handler)
+        params = sum(t.elements or 0 for t in weights)
+        wbytes = sum(t.storage_bytes for t in weights)
+        rbytes = sum(t.nbytes or 0 for t in weights)
+        wcommon = dict(params=params, weight_bytes=wbytes, runtime_weight_bytes=rbytes, **common)
+        if node.op in CONTROL_FLOW:
+            costs = [self.subgraph_cost(graph, s) for s in node.subgraphs]
+            m_list = [c[0] for c in costs]
+            f_list = [c[1] for c in costs]
+            known = None not in m_list and None not in f_list
+            if node.op == "if":
+                macs = max((m or 0 for m in m_list), default=0)
+                flops = max((f or 0 for f in f_list), default=0)
+                note = "the costlier branch"
+            else:
+                macs = sum(m or 0 for m in m_list)
+                flops = sum(f or 0 for f in f_list)
+                note = "called subgraphs counted once (iterations are not known statically)"
+            return LayerCost(
+                status="control_flow" if known else "unknown_shape", macs=macs if known else None,
+                flops=flops if known else None, note=note, **wcommon,
+            )  # type: ignore[arg-type]
+        if handler is None:
+            return LayerCost(
+                status="unsupported", macs=None, flops=None,
+                note=f"no cost rule for {node.native_op}", **wcommon,
+            )  # type: ignore[arg-type]
+        try:
+            cost = handler.cost(OpContext(graph, node, ins, outs))
+        except ShapeUnknownError as exc:
+            return LayerCost(
+                status="unknown_shape", macs=None, flops=None, note=str(exc), **wcommon,
+            )  # type: ignore[arg-type]
+        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
+            return LayerCost(
+                status="unknown_shape", macs=None, flops=None,
+                note=f"cost rule failed on this node's shapes: {exc}", **wcommon,
+            )  # type: ignore[arg-type]
+        return LayerCost(
+            status="ok", macs=cost.macs, flops=cost.flops, note=cost.note, **wcommon,
+        )  # type: ignore[arg-type]
+
+
+def analyze_graph(graph: Graph) -> Analysis:
+    """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
+    walker = _Walker(graph)
+    walker.walk(graph)
+    for name, sub in graph.subgraphs.items():
+        if name not in walker.sub_totals:
+            walker.sub_totals[name] = walker.walk(sub)
+    layers = walker.layers
+    main = [ly for ly in layers if ly.subgraph == graph.name]
+
+    # Unique weights over the main graph and everything it calls.
+    unique: dict[str, tuple[int, int, int]] = {}
+    for name, g in graph.all_graphs():
+        for node in g.nodes:
+            if node.attrs.get("folded"):
+                continue
+            for t in _weight_inputs(node, g, get_handler(node.op)):
+                root = t.derived_from or t.name
+                # ONNX names are unique across the model (bodies read outer values by
+                # name); TFLite subgraphs number their tensors independently.
+                key = root if graph.format == "onnx" else f"{name}/{root}"
+                unique[key] = (t.elements or 0, t.storage_bytes, t.nbytes or 0)
+    macs = sum(ly.macs or 0 for ly in main)
+    flops = sum(ly.flops or 0 for ly in main)
+    unsupported = [ly for ly in layers if ly.status == "unsupported"]
+    unknown = [ly for ly in layers if ly.status == "unknown_shape"]
+    totals = Totals(
+        macs=macs,
+        flops=flops,
+        params=sum(v[0] for v in unique.values()),
+        weight_bytes=sum(v[1] for v in unique.values()),
+        runtime_weight_bytes=sum(v[2] for v in unique.values()),
+        input_bytes=sum(ly.input_bytes or 0 for ly in main),
+        output_bytes=sum(ly.output_bytes or 0 for ly in main),
+        layers=len(layers),
+        unsupported_layers=len(unsupported),
+        unknown_shape_layers=len(unknown),
+    )
+    groups: dict[tuple[str, str], list[str]] = {}
+    for ly in unsupported:
+        groups.setdefault((ly.op, ly.native_op), []).append(ly.name)
+    unsup = tuple(
+        UnsupportedOp(op, native, len(names), tuple(names))
+        for (op, native), names in sorted(groups.items())
+    )
+    notes = list(graph.notes)
+    for _name, sub in graph.subgraphs.items():
+        notes.extend(sub.notes)
+    if unknown:
+        notes.append(
+            f"{len(unknown)} layer(s) have shapes that are not known statically; "
+            "their cost is missing from the totals"
+        )
+    if unsup:
+        notes.append(
+            f"{len(unsupported)} layer(s) of {len(unsup)} op type(s) have no cost rule; "
+            "the totals exclude them"
+        )
+    return Analysis(graph, tuple(layers), totals, unsup, tuple(notes))
+
+
+def analyze(
+    model: str | Path | Graph, input_shapes: Mapping[str, Shape] | None = None
+) -> Analysis:
+    """Load ``model`` (a path or an already-loaded :class:`Graph`) and analyse it."""
+    if isinstance(model, Graph):
+        return analyze_graph(model)
+    from infercast.frontends import load
+
+    return analyze_graph(load(model, input_shapes))

@@ -1,0 +1,130 @@
+"""The ``infercast`` command. Thin: parses options, calls the public API, renders.
+
+Exit codes: 0 success; 2 bad input (unreadable model, bad option); 1 an
+internal error (a bug: reported on one line, never as a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infercast.errors import InfercastError
+
+app = typer.Typer(
+    name="infercast",
+    help="How a .tflite / .onnx model will fit and run on an edge device.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+InputShapeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--input-shape",
+        help="Fix an input's shape, NAME=1x3x224x224 (repeat for several inputs).",
+    ),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+]
+
+
+@app.callback()
+def _root() -> None:
+    """How a .tflite / .onnx model will fit and run on an edge device."""
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
+            sys.stdout.write("\n")
+        return
+    try:
+        output.write_text(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise InfercastError(f"cannot write {output}: {exc.strerror}") from exc
+
+
+def _render_rich(renderable: object, output: Path | None) -> None:
+    from rich.console import Console
+
+    if output is None:
+        Console(width=max(Console().width, 160) if not sys.stdout.isatty() else None).print(
+            renderable
+        )
+        return
+    buf = Console(record=True, width=200, file=open(os.devnull, "w"))  # noqa: SIM115
+    buf.print(renderable)
+    _emit(buf.export_text(), output)
+
+
+@app.command()
+def analyze(
+    model: Annotated[Path, typer.Argument(help="A .tflite or .onnx model file.")],
+    input_shape: InputShapeOpt = None,
+    fmt: FormatOpt = Format.table,
+    output: OutOpt = None,
+) -> None:
+    """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
+    from infercast.analysis.cost import analyze as run
+    from infercast.frontends import parse_input_shapes
+    from infercast.report import analysis as rep
+
+    result = run(model, parse_input_shapes(input_shape or []))
+    if fmt is Format.json:
+        _emit(json.dumps(rep.to_dict(result), indent=1), output)
+    elif fmt is Format.csv:
+        _emit(rep.to_csv(result), output)
+    else:
+        _render_rich(rep.render_table(result), output)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app, turning every error into one line on stderr."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except InfercastError as exc:
+        print(f"infercast: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("infercast: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    except Exception as exc:
+        # Usage errors of the option parser (click, or the copy typer ships).
+        fmt = getattr(exc, "format_message", None)
+        if callable(fmt) and isinstance(getattr(exc, "exit_code", None), int):
+            print(f"infercast: error: {fmt()}", file=sys.stderr)
+            return 2
+        if type(exc).__name__ == "Abort":
+            return 1
+        print(
+            f"infercast: internal error: {type(exc).__name__}: {exc} "
+            "(this is a bug in infercast; please report it with the model)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""Model file -> Graph. The only code that knows file formats.
+
+The format is decided by the file's content, not its name: a TFLite flatbuffer
+carries the identifier ``TFL3`` at byte 4; anything else is tried as ONNX.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from infercast.errors import InputShapeError, ModelFileError
+from infercast.ir.graph import Graph, Shape
+
+__all__ = ["load", "parse_input_shapes"]
+
+
+def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
+    """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelFileError(f"{p}: no such file")
+    if p.is_dir():
+        raise ModelFileError(f"{p}: is a directory, not a model file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(f"{p}: cannot be read ({exc.strerror})") from exc
+    if not data:
+        raise ModelFileError(f"{p}: file is empty")
+    suffix = p.suffix.lower()
+    is_tflite = len(data) >= 8 and data[4:8] == b"TFL3"
+    if is_tflite:
+        from infercast.frontends.tflite import load_tflite
+
+        return load_tflite(str(p), data, input_shapes)
+    if suffix == ".tflite":
+        raise ModelFileError(
+            f"{p}: has a .tflite name but no TFLite identifier ('TFL3' at byte 4)",
+            "the file is truncated, corrupt, or another format",
+        )
+    from infercast.frontends.onnx import load_onnx
+
+    return load_onnx(str(p), data, input_shapes)
+
+
+def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
+    """Parse ``name=1x3x224x224`` options (several may be given)."""
+    out: dict[str, Shape] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        if not sep or not name or not dims:
+            raise InputShapeError(
+                f"--input-shape '{spec}' is not NAME=DIMS", "example: --input-shape input=1x3x224x224"
+            )
+        try:
+            shape = tuple(int(d) for d in dims.lower().replace(",", "x").split("x"))
+        except ValueError:
+            raise InputShapeError(
+                f"--input-shape '{spec}': dimensions must be whole numbers separated by 'x'",
+                "example: --input-shape input=1x3x224x224",
+            ) from None
+        if any(d <= 0 for d in shape):
+            raise InputShapeError(f"--input-shape '{spec}': every dimension must be positive")
+        out[name] = shape
+    return out

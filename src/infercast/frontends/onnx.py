@@ -1,0 +1,469 @@
+"""ONNX protobuf -> :class:`~infercast.ir.Graph`.
+
+* Weights are never loaded: the model is parsed with ``load_external_data=False``
+  and initializers are sized from their dims (external data from its ``length``).
+* Shapes come from ONNX's own shape inference with data propagation
+  (``infer_shapes(..., data_prop=True)``); where a model keeps its weights in
+  external files, ``infer_shapes_path`` runs on the file instead, which has no 2 GB
+  protobuf limit (``infer_shapes`` on a proto over 2 GB returns an empty graph).
+  Outputs it leaves unknown are filled by the op handlers' ``infer`` rules.
+* Constants are initializers (also those older models list as graph inputs),
+  ``Constant`` nodes, and outputs of nodes all of whose inputs are constant
+  (``ConstantOfShape`` weights, ``DequantizeLinear`` of int8 weights, …): such a
+  node is marked ``folded`` and costs nothing at inference, as a runtime folds it.
+* Symbolic input dimensions must be fixed with ``--input-shape``; the error names
+  the inputs and shows the option.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
+from infercast.ir.dtypes import DType
+from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+
+_SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+_CANONICAL: dict[str, str] = {
+    "MatMul": "matmul",
+    "MatMulInteger": "matmul_integer",
+    "QLinearMatMul": "qlinear_matmul",
+    "QLinearConv": "qlinear_conv",
+    "AveragePool": "avg_pool",
+    "GlobalAveragePool": "global_avg_pool",
+    "PRelu": "prelu",
+    "IsNaN": "is_nan",
+    "IsInf": "is_inf",
+    "And": "logical_and",
+    "Or": "logical_or",
+    "Xor": "logical_xor",
+    "Not": "logical_not",
+    "LessOrEqual": "less_equal",
+    "GreaterOrEqual": "greater_equal",
+    "Upsample": "resize",
+    "QuantizeLinear": "quantize",
+    "DequantizeLinear": "dequantize",
+    "DynamicQuantizeLinear": "quantize",
+    "CastLike": "cast",
+    "LSTM": "lstm",
+    "GRU": "gru",
+    "RNN": "rnn",
+    "LRN": "lrn",
+}
+
+_GENERATORS = {"constant", "constant_of_shape", "range", "eye_like"}
+_NONDETERMINISTIC = {
+    "random_uniform", "random_normal", "random_uniform_like", "random_normal_like",
+    "multinomial", "bernoulli",
+}
+_CONTROL_FLOW = {"if", "loop", "scan"}
+
+
+def canonical_name(op_type: str, domain: str) -> str:
+    name = _CANONICAL.get(op_type) or _SNAKE.sub("_", op_type).lower()
+    if domain not in ("", "ai.onnx"):
+        return f"{domain}:{name}"
+    return name
+
+
+def _onnx() -> Any:
+    import onnx
+
+    return onnx
+
+
+def _dtype(elem_type: int) -> DType:
+    onnx = _onnx()
+    try:
+        np_name = onnx.helper.tensor_dtype_to_string(elem_type)  # "TensorProto.FLOAT"
+    except Exception:
+        return DType.UNKNOWN
+    name = np_name.rsplit(".", 1)[-1].lower()
+    mapping = {
+        "float": DType.FLOAT32, "double": DType.FLOAT64, "float16": DType.FLOAT16,
+        "bfloat16": DType.BFLOAT16, "int8": DType.INT8, "uint8": DType.UINT8,
+        "int16": DType.INT16, "uint16": DType.UINT16, "int32": DType.INT32,
+        "uint32": DType.UINT32, "int64": DType.INT64, "uint64": DType.UINT64,
+        "bool": DType.BOOL, "string": DType.STRING, "complex64": DType.COMPLEX64,
+        "complex128": DType.COMPLEX128, "int4": DType.INT4, "uint4": DType.UINT4,
+        "int2": DType.INT2,
+    }
+    if name.startswith("float8") or name.startswith("float4"):
+        return DType.FLOAT8
+    return mapping.get(name, DType.UNKNOWN)
+
+
+def _type_shape(type_proto: Any) -> tuple[DType, Shape | None]:
+    if not type_proto.HasField("tensor_type"):
+        return DType.UNKNOWN, None
+    tt = type_proto.tensor_type
+    dtype = _dtype(tt.elem_type)
+    if not tt.HasField("shape"):
+        return dtype, None
+    dims: list[int | None] = []
+    for d in tt.shape.dim:
+        dims.append(int(d.dim_value) if d.HasField("dim_value") else None)
+    return dtype, tuple(dims)
+
+
+def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
+    if t.data_location == 1:  # EXTERNAL
+        info = {e.key: e.value for e in t.external_data}
+        if "length" in info:
+            return int(info["length"])
+        return dtype.nbytes(n)
+    if t.raw_data:
+        return len(t.raw_data)
+    for field in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+        vals = getattr(t, field)
+        if len(vals):
+            return dtype.nbytes(n)
+    return dtype.nbytes(n) if n else 0
+
+
+def _small_value(t: Any, dtype: DType, n: int) -> np.ndarray[Any, Any] | None:
+    """The value of a small constant (shape arguments, axes, quantisation scales)."""
+    if n > 4096 or t.data_location == 1 or dtype in (DType.STRING, DType.UNKNOWN):
+        return None
+    try:
+        return np.asarray(_onnx().numpy_helper.to_array(t))
+    except Exception:
+        return None
+
+
+def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Plain attributes, and graph attributes (control-flow bodies) separately."""
+    onnx = _onnx()
+    plain: dict[str, Any] = {}
+    graphs: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            graphs[a.name] = a.g
+            continue
+        if a.type == onnx.AttributeProto.GRAPHS:
+            for i, g in enumerate(a.graphs):
+                graphs[f"{a.name}_{i}"] = g
+            continue
+        if a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.SPARSE_TENSOR):
+            plain[a.name] = a.t if a.type == onnx.AttributeProto.TENSOR else a.sparse_tensor
+            continue
+        v = onnx.helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, list):
+            v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
+            if v and not isinstance(v[0], int | float | str):
+                continue
+        plain[a.name] = v
+    return plain, graphs
+
+
+def _set_input_shapes(model: Any, input_shapes: Mapping[str, Shape], real_inputs: list[Any]) -> None:
+    names = [vi.name for vi in real_inputs]
+    unknown = [k for k in input_shapes if k not in names]
+    if unknown:
+        shown = ", ".join(f"{vi.name}={_shape_str(_type_shape(vi.type)[1])}" for vi in real_inputs)
+        raise InputShapeError(
+            f"--input-shape names {', '.join(unknown)}, which is not an input of the model",
+            f"inputs: {shown}",
+        )
+    for vi in real_inputs:
+        if vi.name not in input_shapes:
+            continue
+        shape = input_shapes[vi.name]
+        tt = vi.type.tensor_type
+        if tt.HasField("shape") and len(tt.shape.dim) not in (0, len(shape)):
+            raise InputShapeError(
+                f"--input-shape {vi.name} has rank {len(shape)}; the model's input has rank "
+                f"{len(tt.shape.dim)} ({_shape_str(_type_shape(vi.type)[1])})"
+            )
+        tt.shape.ClearField("dim")
+        for d in shape:
+            tt.shape.dim.add().dim_value = int(d or 0)
+
+
+def _shape_str(shape: Shape | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape)
+
+
+def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None = None) -> Graph:
+    """Parse an ONNX model held in ``data``. Raises :class:`ModelFileError` and kin."""
+    onnx = _onnx()
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:
+        raise ModelFileError(
+            f"{path}: not a readable ONNX model (protobuf parse failed: {type(exc).__name__})",
+            "the file is truncated, corrupt, or another format",
+        ) from exc
+    if not model.HasField("graph") or model.ir_version <= 0 or not model.opset_import:
+        raise ModelFileError(
+            f"{path}: not an ONNX model (no graph, IR version or opset in the file)",
+            "check the file is an .onnx export",
+        )
+    try:
+        return _build(path, model, input_shapes or {})
+    except (ModelFileError, SymbolicShapeError, InputShapeError):
+        raise
+    except Exception as exc:
+        raise ModelFileError(
+            f"{path}: the ONNX model is inconsistent ({type(exc).__name__}: {exc})",
+            "the file may be corrupt; onnx.checker.check_model gives details",
+        ) from exc
+
+
+def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
+    onnx = _onnx()
+    g = model.graph
+    init_names = {t.name for t in g.initializer}
+    real_inputs = [vi for vi in g.input if vi.name not in init_names]
+    if input_shapes:
+        _set_input_shapes(model, input_shapes, real_inputs)
+    symbolic = []
+    for vi in real_inputs:
+        dtype, shape = _type_shape(vi.type)
+        if shape is None or any(d is None for d in shape):
+            symbolic.append((vi.name, shape))
+    if symbolic:
+        shown = ", ".join(f"{n} [{_shape_str(s)}]" for n, s in symbolic)
+        example = symbolic[0]
+        ex_shape = "x".join("1" if d is None else str(d) for d in (example[1] or (1, 3, 224, 224)))
+        raise SymbolicShapeError(
+            f"{path}: input(s) with symbolic or unknown dimensions: {shown}",
+            f"fix them with --input-shape {example[0]}={ex_shape}",
+        )
+
+    notes: list[str] = []
+    has_external = any(t.data_location == 1 for t in g.initializer)
+    inferred = model
+    try:
+        if has_external and os.path.exists(path) and not input_shapes:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "inferred.onnx")
+                onnx.shape_inference.infer_shapes_path(path, out, False, False, True)
+                inferred = onnx.load(out, load_external_data=False)
+        else:
+            inferred = onnx.shape_inference.infer_shapes(
+                model, check_type=False, strict_mode=False, data_prop=True
+            )
+    except Exception as exc:
+        notes.append(f"ONNX shape inference failed ({type(exc).__name__}); op rules used instead")
+        inferred = model
+    opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
+    meta = {
+        "ir_version": str(model.ir_version),
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
+    }
+    graph = _graph(path, inferred.graph, {}, notes)
+    return Graph(
+        name=graph.name, format="onnx", layout="NCHW", tensors=graph.tensors,
+        nodes=graph.nodes, inputs=graph.inputs, outputs=graph.outputs, path=path,
+        subgraphs=graph.subgraphs, metadata=meta, notes=tuple(notes),
+    )
+
+
+def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> Graph:
+    onnx = _onnx()
+    tensors: dict[str, Tensor] = {}
+    # Values visible from an enclosing graph (control-flow bodies read them).
+    known_shapes: dict[str, tuple[DType, Shape | None]] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        known_shapes[vi.name] = _type_shape(vi.type)
+    for t in g.initializer:
+        dtype = _dtype(t.data_type)
+        shape = tuple(int(d) for d in t.dims)
+        n = int(np.prod(shape)) if shape else 1
+        tensors[t.name] = Tensor(
+            name=t.name, dtype=dtype, shape=shape, is_constant=True,
+            storage_bytes=_initializer_bytes(t, dtype, n), value=_small_value(t, dtype, n),
+        )
+    for t in g.sparse_initializer:
+        v = t.values
+        dtype = _dtype(v.data_type)
+        shape = tuple(int(d) for d in t.dims)
+        tensors[v.name or t.name] = Tensor(
+            name=v.name, dtype=dtype, shape=shape, is_constant=True, sparse=True,
+            storage_bytes=_initializer_bytes(v, dtype, int(np.prod(tuple(v.dims)) or 1)),
+        )
+    init_names = set(tensors)
+    inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
+    for name in inputs:
+        dtype, shape = known_shapes[name]
+        tensors[name] = Tensor(name=name, dtype=dtype, shape=shape, layout=_layout(shape))
+
+    def ensure(name: str) -> None:
+        if not name or name in tensors:
+            return
+        if name in outer:
+            tensors[name] = outer[name]
+            return
+        raise ModelFileError(
+            f"{path}: tensor '{name}' is read before anything produces it",
+            "the graph is truncated, corrupt or not topologically sorted",
+        )
+
+    nodes: list[Node] = []
+    subgraphs: dict[str, Graph] = {}
+    seen_names: set[str] = set()
+    for i, n in enumerate(g.node):
+        for name in n.input:
+            ensure(name)
+        op = canonical_name(n.op_type, n.domain)
+        attrs, graph_attrs = _attrs(n)
+        name = n.name or (n.output[0] if n.output else f"{n.op_type}_{i}")
+        if name in seen_names:
+            name = f"{name}#{i}"
+        seen_names.add(name)
+        called: list[str] = []
+        for key, body in graph_attrs.items():
+            sub_name = f"{name}/{key}"
+            visible = dict(outer)
+            visible.update(tensors)
+            subgraphs[sub_name] = _graph(path, body, visible, notes)
+            called.append(sub_name)
+        in_tensors = [tensors[x] if x else None for x in n.input]
+        const_ins = [t for t in in_tensors if t is not None]
+        folded = (
+            op not in _NONDETERMINISTIC
+            and op not in _CONTROL_FLOW
+            and (op == "constant" or (bool(const_ins) and all(t.is_constant for t in const_ins)))
+        )
+        attrs = _canonical_attrs(op, attrs, in_tensors)
+        if op == "conv":
+            op = _maybe_depthwise(attrs, in_tensors)
+        if folded:
+            attrs["folded"] = True
+        for out_name in n.output:
+            if not out_name:
+                continue
+            dtype, shape = known_shapes.get(out_name, (DType.UNKNOWN, None))
+            tensors[out_name] = _output_tensor(out_name, dtype, shape, op, attrs, const_ins, folded)
+        if op == "constant":
+            attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
+        nodes.append(
+            Node(i, name, op, n.op_type, tuple(n.input), tuple(n.output), attrs,
+                 tuple(called), n.domain)
+        )
+    outputs = tuple(vi.name for vi in g.output)
+    for name in outputs:
+        ensure(name)
+    _attach_qdq(nodes, tensors)
+    del onnx
+    return Graph(
+        name=g.name or "main", format="onnx", layout="NCHW", tensors=tensors,
+        nodes=tuple(nodes), inputs=inputs, outputs=outputs, path=path, subgraphs=subgraphs,
+    )
+
+
+def _layout(shape: Shape | None) -> str | None:
+    return "NCHW" if shape is not None and len(shape) == 4 else None
+
+
+def _output_tensor(
+    name: str,
+    dtype: DType,
+    shape: Shape | None,
+    op: str,
+    attrs: Mapping[str, Any],
+    const_ins: list[Tensor],
+    folded: bool,
+) -> Tensor:
+    if not folded:
+        return Tensor(name=name, dtype=dtype, shape=shape, layout=_layout(shape))
+    value = None
+    storage = 0
+    derived = None
+    if op == "constant":
+        proto = next((v for v in attrs.values() if hasattr(v, "SerializeToString")), None)
+        if proto is not None and hasattr(proto, "data_type"):
+            onnx = _onnx()
+            dtype = _dtype(proto.data_type)
+            shape = tuple(int(d) for d in proto.dims)
+            n = int(np.prod(shape)) if shape else 1
+            storage = _initializer_bytes(proto, dtype, n)
+            value = _small_value(proto, dtype, n)
+            del onnx
+        else:
+            for k in ("value_int", "value_ints", "value_float", "value_floats"):
+                if k in attrs:
+                    arr = np.asarray(attrs[k])
+                    storage = arr.nbytes
+                    if arr.dtype.kind == "i":
+                        value = arr.astype(np.int64)
+    elif op in _GENERATORS:
+        t = Tensor(name=name, dtype=dtype, shape=shape)
+        storage = t.nbytes or 0
+    else:
+        src = max(const_ins, key=lambda t: t.storage_bytes)
+        storage = src.storage_bytes
+        derived = src.derived_from or src.name
+    quant = None
+    return Tensor(
+        name=name, dtype=dtype, shape=shape, is_constant=True, storage_bytes=storage,
+        derived_from=derived, value=value, quant=quant,
+    )
+
+
+def _canonical_attrs(op: str, attrs: dict[str, Any], ins: list[Tensor | None]) -> dict[str, Any]:
+    if op in ("conv", "conv_integer"):
+        attrs.update(weight_layout="OIHW", data_input=0, weight_input=1)
+    elif op == "qlinear_conv":
+        attrs.update(weight_layout="OIHW", data_input=0, weight_input=3)
+    elif op == "conv_transpose":
+        attrs.update(weight_layout="IOHW", data_input=0, weight_input=1)
+    elif op == "resize":
+        x = ins[0] if ins else None
+        rank = x.rank if x is not None and x.rank is not None else 4
+        attrs.setdefault("mode", "nearest")
+        attrs["resized_axes"] = max(rank - 2, 1)
+    elif op in ("lstm", "gru", "rnn"):
+        layout = int(attrs.get("layout", 0))
+        attrs.update(
+            weight_inputs=(1, 2),
+            time_axis=0 if layout == 0 else 1,
+            batch_axis=1 if layout == 0 else 0,
+            num_directions=2 if attrs.get("direction") == "bidirectional" else 1,
+        )
+    return attrs
+
+
+def _maybe_depthwise(attrs: Mapping[str, Any], ins: list[Tensor | None]) -> str:
+    group = int(attrs.get("group", 1))
+    x = ins[0] if ins else None
+    if group > 1 and x is not None and x.shape is not None and len(x.shape) >= 2:
+        if x.shape[1] == group:
+            return "depthwise_conv"
+    return "conv"
+
+
+def _attach_qdq(nodes: list[Node], tensors: dict[str, Tensor]) -> None:
+    """Record QuantizeLinear / DequantizeLinear parameters on the quantised tensors."""
+    for node in nodes:
+        if node.op not in ("quantize", "dequantize") or len(node.inputs) < 2:
+            continue
+        scale = tensors.get(node.inputs[1])
+        zp = tensors.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+        if scale is None or scale.value is None:
+            continue
+        scales = tuple(float(x) for x in np.ravel(scale.value))
+        zps = (
+            tuple(int(x) for x in np.ravel(zp.value))
+            if zp is not None and zp.value is not None
+            else (0,) * len(scales)
+        )
+        axis = int(node.attrs.get("axis", 1)) if len(scales) > 1 else None
+        q = Quantization(scale=scales, zero_point=zps, axis=axis)
+        target = node.inputs[0] if node.op == "dequantize" else node.outputs[0]
+        if target in tensors:
+            tensors[target] = dataclasses.replace(tensors[target], quant=q)

@@ -1,0 +1,525 @@
+"""TFLite flatbuffer -> :class:`~infercast.ir.Graph`.
+
+Reads the file with the schema LiteRT itself is generated from
+(``ai_edge_litert.schema_py_generated``, i.e. ``tensorflow/compiler/mlir/lite/schema/schema.fbs``).
+Shapes come from the file (TFLite stores every tensor's shape); a model with
+dynamic dimensions (``shape_signature`` -1) is resolved through the LiteRT
+interpreter's own shape propagation once ``--input-shape`` fixes its inputs.
+
+Every subgraph is read: the main one (subgraph 0) becomes the graph, the others
+its ``subgraphs`` (WHILE / IF bodies, CALL_ONCE initialisers). Constants
+decoded at load time by DEQUANTIZE (fp16 weights) or DENSIFY (sparse weights)
+become *derived* constants: the consumer sees a constant, the storage bytes
+stay those of the stored source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from infercast.errors import ModelFileError, SymbolicShapeError
+from infercast.ir.dtypes import DType
+from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+
+TFLITE_IDENTIFIER = b"TFL3"
+
+
+def _schema() -> Any:
+    try:
+        from ai_edge_litert import schema_py_generated as schema
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise ModelFileError(
+            "reading .tflite needs the TFLite schema from LiteRT",
+            "pip install ai-edge-litert",
+        ) from exc
+    return schema
+
+
+# Canonical names for TFLite builtins whose lower-cased name is not already one.
+_CANONICAL: dict[str, str] = {
+    "CONV_2D": "conv",
+    "CONV_3D": "conv",
+    "DEPTHWISE_CONV_2D": "depthwise_conv",
+    "TRANSPOSE_CONV": "conv_transpose",
+    "CONV_3D_TRANSPOSE": "conv_transpose",
+    "FULLY_CONNECTED": "fully_connected",
+    "BATCH_MATMUL": "matmul",
+    "AVERAGE_POOL_2D": "avg_pool",
+    "MAX_POOL_2D": "max_pool",
+    "L2_POOL_2D": "l2_pool",
+    "LOGISTIC": "sigmoid",
+    "CONCATENATION": "concat",
+    "MEAN": "reduce_mean",
+    "SUM": "reduce_sum",
+    "ARG_MAX": "arg_max",
+    "ARG_MIN": "arg_min",
+    "CUMSUM": "cum_sum",
+    "LSTM": "lstm",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "lstm",
+    "BIDIRECTIONAL_SEQUENCE_LSTM": "lstm",
+    "RNN": "rnn",
+    "UNIDIRECTIONAL_SEQUENCE_RNN": "rnn",
+    "BIDIRECTIONAL_SEQUENCE_RNN": "rnn",
+    "RESIZE_BILINEAR": "resize",
+    "RESIZE_NEAREST_NEIGHBOR": "resize",
+    "LOCAL_RESPONSE_NORMALIZATION": "lrn",
+    "SPACE_TO_BATCH_ND": "space_to_batch",
+    "BATCH_TO_SPACE_ND": "batch_to_space",
+    "PADV2": "pad",
+    "SELECT": "where",
+    "SELECT_V2": "where",
+    "WHERE": "non_zero",
+    "REVERSE_V2": "reverse",
+    "TOPK_V2": "top_k",
+    "NON_MAX_SUPPRESSION_V4": "non_max_suppression",
+    "NON_MAX_SUPPRESSION_V5": "non_max_suppression",
+    "RANDOM_STANDARD_NORMAL": "random_normal",
+    "SQUARED_DIFFERENCE": "squared_difference",
+    "NOT_EQUAL": "not_equal",
+    "LOGICAL_NOT": "logical_not",
+    "RIGHT_SHIFT": "right_shift",
+    "BITWISE_XOR": "bitwise_xor",
+}
+
+# (weight layout, data input, weight input) of the kernels.
+_KERNELS: dict[str, tuple[str, int, int]] = {
+    "CONV_2D": ("OHWI", 0, 1),
+    "DEPTHWISE_CONV_2D": ("1HWO", 0, 1),
+    "CONV_3D": ("DHWIO", 0, 1),
+    "TRANSPOSE_CONV": ("OHWI", 2, 1),
+    "CONV_3D_TRANSPOSE": ("DHWOI", 2, 1),
+}
+
+_ACTIVATIONS = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+_PADDING = {0: "SAME", 1: "VALID"}
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_SKIP_METHODS = {"Init"}
+
+
+class _Names:
+    """Reverse maps of the schema's enums, built once."""
+
+    def __init__(self, schema: Any) -> None:
+        self.builtin = {v: k for k, v in vars(schema.BuiltinOperator).items() if k.isupper()}
+        self.dtype = {v: k for k, v in vars(schema.TensorType).items() if k.isupper()}
+        self.options = {v: k for k, v in vars(schema.BuiltinOptions).items() if not k.startswith("_")}
+        self.options2 = {
+            v: k for k, v in vars(schema.BuiltinOptions2).items() if not k.startswith("_")
+        }
+        self.methods: dict[str, list[tuple[str, str]]] = {}
+
+
+_NAMES: _Names | None = None
+
+
+def _names(schema: Any) -> _Names:
+    global _NAMES
+    if _NAMES is None:
+        _NAMES = _Names(schema)
+    return _NAMES
+
+
+def _dtype(names: _Names, code: int) -> DType:
+    name = names.dtype.get(code, "UNKNOWN").lower()
+    try:
+        return DType(name)
+    except ValueError:
+        return DType.UNKNOWN
+
+
+def _read_options(schema: Any, names: _Names, table: Any, type_name: str) -> dict[str, Any]:
+    """Every scalar and vector field of a ``*Options`` table, keys in snake_case."""
+    cls = getattr(schema, type_name, None)
+    if cls is None or table is None:
+        return {}
+    obj = cls()
+    obj.Init(table.Bytes, table.Pos)
+    methods = names.methods.get(type_name)
+    if methods is None:
+        methods = []
+        public = [m for m in dir(cls) if m[:1].isupper() and m not in _SKIP_METHODS]
+        for m in public:
+            if m.startswith("GetRootAs") or m.endswith(("BufferHasIdentifier", "IsNone", "Length")):
+                continue
+            if m.endswith("AsNumpy"):
+                methods.append((m, _CAMEL.sub("_", m[: -len("AsNumpy")]).lower()))
+            elif f"{m}AsNumpy" in public or f"{m}Length" in public:
+                continue
+            else:
+                methods.append((m, _CAMEL.sub("_", m).lower()))
+        names.methods[type_name] = methods
+    out: dict[str, Any] = {}
+    for m, key in methods:
+        try:
+            v = getattr(obj, m)()
+        except TypeError:
+            continue
+        if isinstance(v, np.ndarray):
+            v = tuple(int(x) for x in v.tolist())
+        elif isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, int | float | bool):
+            pass
+        else:
+            continue
+        out[key] = v
+    return out
+
+
+def _canonical_attrs(native: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Add the canonical keys cost rules read to the raw option fields."""
+    if "padding" in attrs and isinstance(attrs["padding"], int):
+        attrs["padding"] = _PADDING.get(attrs["padding"], attrs["padding"])
+    if "fused_activation_function" in attrs:
+        act = _ACTIVATIONS.get(attrs.pop("fused_activation_function"))
+        if act:
+            attrs["fused_activation"] = act
+    if "filter_height" in attrs:
+        attrs["kernel_shape"] = (attrs["filter_height"], attrs["filter_width"])
+    if "stride_h" in attrs:
+        attrs["strides"] = (
+            (attrs["stride_d"], attrs["stride_h"], attrs["stride_w"])
+            if "stride_d" in attrs
+            else (attrs["stride_h"], attrs["stride_w"])
+        )
+    if "dilation_h_factor" in attrs:
+        attrs["dilations"] = (
+            (attrs["dilation_d_factor"], attrs["dilation_h_factor"], attrs["dilation_w_factor"])
+            if "dilation_d_factor" in attrs
+            else (attrs["dilation_h_factor"], attrs["dilation_w_factor"])
+        )
+    if native in _KERNELS:
+        layout, data_in, weight_in = _KERNELS[native]
+        attrs.update(weight_layout=layout, data_input=data_in, weight_input=weight_in)
+    if native == "RESIZE_BILINEAR":
+        attrs.update(mode="linear", resized_axes=2)
+    elif native == "RESIZE_NEAREST_NEIGHBOR":
+        attrs.update(mode="nearest", resized_axes=2)
+    if native in ("UNIDIRECTIONAL_SEQUENCE_LSTM", "UNIDIRECTIONAL_SEQUENCE_RNN"):
+        tm = bool(attrs.get("time_major", False))
+        attrs.update(time_axis=0 if tm else 1, batch_axis=1 if tm else 0)
+    elif native in ("BIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_RNN"):
+        tm = bool(attrs.get("time_major", True))
+        attrs.update(time_axis=0 if tm else 1, batch_axis=1 if tm else 0)
+    return attrs
+
+
+def _unique(name: str, index: int, seen: set[str]) -> str:
+    key = name if name and name not in seen else f"{name or 'tensor'}#{index}"
+    seen.add(key)
+    return key
+
+
+def load_tflite(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None = None) -> Graph:
+    """Parse a TFLite flatbuffer held in ``data``. Raises :class:`ModelFileError`."""
+    schema = _schema()
+    if len(data) < 8:
+        raise ModelFileError(f"{path}: file is {len(data)} bytes, too short to be a model")
+    if data[4:8] != TFLITE_IDENTIFIER:
+        raise ModelFileError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
+    try:
+        return _parse(schema, path, data, input_shapes or {})
+    except (ModelFileError, SymbolicShapeError):
+        raise
+    except Exception as exc:  # the flatbuffer accessors raise anything on bad offsets
+        raise ModelFileError(
+            f"{path}: the TFLite flatbuffer is truncated or corrupt ({type(exc).__name__}: {exc})",
+            "re-export the model; compare its size with the original",
+        ) from exc
+
+
+def _parse(schema: Any, path: str, data: bytes, input_shapes: Mapping[str, Shape]) -> Graph:
+    names = _names(schema)
+    model = schema.Model.GetRootAs(data, 0)
+    n_buffers = model.BuffersLength()
+    n_sub = model.SubgraphsLength()
+    if n_sub == 0:
+        raise ModelFileError(f"{path}: the TFLite model has no subgraph")
+    opcodes: list[tuple[str, str]] = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        native = names.builtin.get(code, f"BUILTIN_{code}")
+        if native == "CUSTOM":
+            custom = (oc.CustomCode() or b"").decode("utf-8", "replace")
+            opcodes.append((f"custom:{custom}", f"custom:{custom}"))
+        else:
+            opcodes.append((native, _CANONICAL.get(native, native.lower())))
+
+    buffer_sizes: list[int] = []
+    for i in range(n_buffers):
+        b = model.Buffers(i)
+        size = b.DataLength()
+        if size == 0 and b.Offset() > 1:
+            size = int(b.Size())
+            if b.Offset() + size > len(data):
+                raise ModelFileError(f"{path}: buffer {i} lies past the end of the file (truncated)")
+        buffer_sizes.append(size)
+
+    sub_names = []
+    for si in range(n_sub):
+        raw = model.Subgraphs(si).Name()
+        sub_names.append(raw.decode("utf-8", "replace") if raw else f"subgraph_{si}")
+    sub_names = [n if sub_names.count(n) == 1 else f"{n}_{i}" for i, n in enumerate(sub_names)]
+
+    graphs = [
+        _subgraph(schema, names, model, si, sub_names, opcodes, buffer_sizes, data, path)
+        for si in range(n_sub)
+    ]
+    main = graphs[0]
+    if input_shapes or any(not main.tensors[n].is_static for n in main.inputs):
+        main = _resolve_dynamic(path, data, main, input_shapes)
+    description = model.Description()
+    meta = {
+        "schema_version": str(model.Version()),
+        "subgraphs": str(n_sub),
+    }
+    if description:
+        meta["description"] = description.decode("utf-8", "replace")
+    for i in range(model.MetadataLength()):
+        md = model.Metadata(i)
+        key = (md.Name() or b"").decode("utf-8", "replace")
+        if key == "min_runtime_version" and 0 <= md.Buffer() < n_buffers:
+            raw_buf = model.Buffers(md.Buffer()).DataAsNumpy()
+            if isinstance(raw_buf, np.ndarray):
+                meta["min_runtime_version"] = bytes(raw_buf).rstrip(b"\0").decode("ascii", "replace")
+    notes = list(main.notes)
+    subs = {g.name: g for g in graphs[1:]}
+    return Graph(
+        name=main.name,
+        format="tflite",
+        layout="NHWC",
+        tensors=main.tensors,
+        nodes=main.nodes,
+        inputs=main.inputs,
+        outputs=main.outputs,
+        path=path,
+        subgraphs=subs,
+        metadata=meta,
+        notes=tuple(notes),
+    )
+
+
+def _subgraph(
+    schema: Any,
+    names: _Names,
+    model: Any,
+    si: int,
+    sub_names: list[str],
+    opcodes: list[tuple[str, str]],
+    buffer_sizes: list[int],
+    data: bytes,
+    path: str,
+) -> Graph:
+    sg = model.Subgraphs(si)
+    n_t = sg.TensorsLength()
+    seen: set[str] = set()
+    tnames: list[str] = []
+    tensors: dict[str, Tensor] = {}
+    for ti in range(n_t):
+        t = sg.Tensors(ti)
+        raw_name = (t.Name() or b"").decode("utf-8", "replace")
+        name = _unique(raw_name, ti, seen)
+        tnames.append(name)
+        dtype = _dtype(names, t.Type())
+        shape: tuple[int | None, ...] = (
+            tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        )
+        if t.ShapeSignatureLength():
+            sig = [int(d) for d in t.ShapeSignatureAsNumpy()]
+            if len(sig) == len(shape):
+                shape = tuple(None if s < 0 else d for s, d in zip(sig, shape, strict=True))
+        if any(d is not None and d < 0 for d in shape):
+            raise ModelFileError(f"{path}: tensor '{raw_name}' has a negative dimension {shape}")
+        bi = t.Buffer()
+        if not 0 <= bi < max(len(buffer_sizes), 1):
+            raise ModelFileError(f"{path}: tensor '{raw_name}' points at buffer {bi}, which does not exist")
+        storage = buffer_sizes[bi] if bi < len(buffer_sizes) else 0
+        is_const = bi > 0 and storage > 0
+        q = t.Quantization()
+        quant = None
+        if q is not None and q.ScaleLength() > 0:
+            zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+            quant = Quantization(
+                scale=tuple(float(s) for s in q.ScaleAsNumpy()),
+                zero_point=tuple(int(z) for z in zp),
+                axis=int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
+            )
+        value = None
+        if is_const and dtype in (DType.INT32, DType.INT64) and storage <= 4096 * 8:
+            raw = model.Buffers(bi).DataAsNumpy()
+            if isinstance(raw, np.ndarray):
+                arr = raw.view(np.int32 if dtype == DType.INT32 else np.int64)
+                value = arr.copy()
+        tensors[name] = Tensor(
+            name=name,
+            dtype=dtype,
+            shape=shape,
+            layout="NHWC" if len(shape) == 4 and not is_const else None,
+            is_constant=is_const,
+            is_variable=bool(t.IsVariable()),
+            quant=quant,
+            storage_bytes=storage if is_const else 0,
+            sparse=t.Sparsity() is not None,
+            value=value,
+        )
+
+    def tname(i: int) -> str:
+        if i < 0:
+            return ""
+        if i >= n_t:
+            raise ModelFileError(f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}")
+        return tnames[i]
+
+    nodes: list[Node] = []
+    for oi in range(sg.OperatorsLength()):
+        op = sg.Operators(oi)
+        code = op.OpcodeIndex()
+        if not 0 <= code < len(opcodes):
+            raise ModelFileError(f"{path}: operator {oi} uses opcode {code}, which does not exist")
+        native, canonical = opcodes[code]
+        ins = tuple(tname(int(i)) for i in op.InputsAsNumpy()) if op.InputsLength() else ()
+        outs = tuple(tname(int(i)) for i in op.OutputsAsNumpy()) if op.OutputsLength() else ()
+        attrs: dict[str, Any] = {}
+        otype = op.BuiltinOptionsType()
+        if otype:
+            attrs.update(_read_options(schema, names, op.BuiltinOptions(), names.options.get(otype, "")))
+        otype2 = op.BuiltinOptions2Type()
+        if otype2:
+            attrs.update(
+                _read_options(schema, names, op.BuiltinOptions2(), names.options2.get(otype2, ""))
+            )
+        if native.startswith("custom:"):
+            attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
+        attrs = _canonical_attrs(native, attrs)
+        if canonical in ("lstm", "rnn"):
+            attrs["weight_inputs"] = tuple(
+                i
+                for i, n in enumerate(ins)
+                if n and tensors[n].is_constant and tensors[n].rank == 2
+            )
+        called = tuple(
+            sub_names[v]
+            for k, v in attrs.items()
+            if k.endswith("subgraph_index") and isinstance(v, int) and 0 <= v < len(sub_names)
+        )
+        name = outs[0] if outs else f"{native.lower()}_{oi}"
+        nodes.append(Node(oi, name, canonical, native, ins, outs, attrs, called))
+
+    nodes, tensors = _fold_constants(nodes, tensors)
+    inputs = tuple(tname(int(i)) for i in sg.InputsAsNumpy()) if sg.InputsLength() else ()
+    outputs = tuple(tname(int(i)) for i in sg.OutputsAsNumpy()) if sg.OutputsLength() else ()
+    notes = []
+    var_ops = [n for n in nodes if n.op in ("var_handle", "read_variable", "assign_variable")]
+    if var_ops:
+        notes.append(f"resource variables: {len(var_ops)} variable ops in subgraph {sub_names[si]}")
+    return Graph(
+        name=sub_names[si],
+        format="tflite",
+        layout="NHWC",
+        tensors=tensors,
+        nodes=tuple(nodes),
+        inputs=inputs,
+        outputs=outputs,
+        path=path,
+        notes=tuple(notes),
+    )
+
+
+# Ops that turn stored constants into the values the kernels use, once, at load time.
+_DECODE_OPS = {"dequantize", "densify"}
+
+
+def _fold_constants(
+    nodes: list[Node], tensors: dict[str, Tensor]
+) -> tuple[list[Node], dict[str, Tensor]]:
+    """Mark the outputs of DEQUANTIZE / DENSIFY of a constant as derived constants."""
+    out = dict(tensors)
+    new_nodes = []
+    for node in nodes:
+        srcs = [out[n] for n in node.inputs if n]
+        if node.op in _DECODE_OPS and srcs and all(t.is_constant for t in srcs):
+            src = srcs[0]
+            for o in node.outputs:
+                t = out[o]
+                out[o] = Tensor(
+                    name=t.name,
+                    dtype=t.dtype,
+                    shape=t.shape,
+                    layout=None,
+                    is_constant=True,
+                    quant=t.quant,
+                    storage_bytes=src.storage_bytes,
+                    sparse=False,
+                    derived_from=src.derived_from or src.name,
+                )
+            node = Node(
+                node.index, node.name, node.op, node.native_op, node.inputs, node.outputs,
+                {**node.attrs, "folded": True}, node.subgraphs, node.domain,
+            )
+        new_nodes.append(node)
+    return new_nodes, out
+
+
+def _resolve_dynamic(
+    path: str, data: bytes, graph: Graph, input_shapes: Mapping[str, Shape]
+) -> Graph:
+    """Fix dynamic input dimensions and take every tensor's shape from LiteRT's own
+    shape propagation (``resize_tensor_input`` + ``allocate_tensors``)."""
+    dynamic = {
+        n: graph.tensors[n].shape for n in graph.inputs if not graph.tensors[n].is_static
+    }
+    unknown = [k for k in input_shapes if k not in graph.inputs]
+    if unknown:
+        from infercast.errors import InputShapeError
+
+        raise InputShapeError(
+            f"--input-shape names {', '.join(unknown)}, which is not an input of {path}",
+            "inputs: " + ", ".join(f"{n}={graph.tensors[n].shape_str()}" for n in graph.inputs),
+        )
+    missing = [n for n in dynamic if n not in input_shapes]
+    if missing:
+        shown = ", ".join(f"{n} [{graph.tensors[n].shape_str()}]" for n in missing)
+        example = missing[0]
+        raise SymbolicShapeError(
+            f"{path}: input(s) with dynamic dimensions: {shown}",
+            f"fix them with --input-shape {example}=" + "x".join(
+                "1" if d is None else str(d) for d in (graph.tensors[example].shape or ())
+            ),
+        )
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError as exc:  # pragma: no cover
+        raise ModelFileError(
+            "resolving dynamic TFLite shapes needs the LiteRT interpreter", "pip install ai-edge-litert"
+        ) from exc
+    try:
+        interp = Interpreter(model_content=data)
+        details = interp.get_input_details()
+        for d, name in zip(details, graph.inputs, strict=False):
+            if name in input_shapes:
+                interp.resize_tensor_input(d["index"], [int(x or 1) for x in input_shapes[name]])
+        interp.allocate_tensors()
+        shapes = {i: tuple(int(x) for x in d["shape"]) for i, d in enumerate(interp.get_tensor_details())}
+    except Exception as exc:
+        raise ModelFileError(
+            f"{path}: LiteRT could not propagate the given input shapes ({exc})",
+            "check the --input-shape values against the model's inputs",
+        ) from exc
+    order = list(graph.tensors)
+    tensors = {}
+    for i, name in enumerate(order):
+        t = graph.tensors[name]
+        shape: Shape | None = shapes.get(i, t.shape)
+        tensors[name] = Tensor(
+            t.name, t.dtype, shape, t.layout, t.is_constant, t.is_variable, t.quant,
+            t.storage_bytes, t.sparse, t.derived_from, t.value,
+        )
+    return Graph(
+        graph.name, graph.format, graph.layout, tensors, graph.nodes, graph.inputs,
+        graph.outputs, graph.path, graph.subgraphs, graph.metadata, graph.notes,
+    )

@@ -1,0 +1,6 @@
+"""The intermediate representation: :class:`Graph`, :class:`Node`, :class:`Tensor`, :class:`DType`."""
+
+from infercast.ir.dtypes import DType
+from infercast.ir.graph import Dim, Graph, Node, Quantization, Shape, Tensor
+
+__all__ = ["DType", "Dim", "Graph", "Node", "Quantization", "Shape", "Tensor"]

@@ -1,0 +1,177 @@
+"""The one intermediate representation that both frontends produce.
+
+A :class:`Graph` is a list of :class:`Node` in execution order over named
+:class:`Tensor` objects. Everything is frozen: analyses derive new objects, they
+never edit a graph. Only the frontends know file formats; everything after
+them sees this module alone.
+
+Layouts are recorded, not normalised: TFLite activations are NHWC and its conv
+weights OHWI (depthwise 1HWO), ONNX activations NCHW and conv weights OIHW.
+Handlers read dimensions through :mod:`infercast.ir.views`, which uses these
+layout strings, so no handler indexes a shape by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from infercast.ir.dtypes import DType
+
+Dim = int | None
+"""One dimension: an int, or None where it is not known statically."""
+Shape = tuple[Dim, ...]
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Affine quantisation ``real = scale * (q - zero_point)``.
+
+    One scale means per-tensor; several mean per-channel along ``axis``.
+    """
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.scale) > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scheme": "per_channel" if self.per_channel else "per_tensor",
+            "axis": self.axis,
+            "scale": list(self.scale) if len(self.scale) <= 4 else f"{len(self.scale)} values",
+            "zero_point": list(self.zero_point)
+            if len(self.zero_point) <= 4
+            else f"{len(self.zero_point)} values",
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """A value flowing through the graph, or a constant stored in the file.
+
+    ``storage_bytes`` is what the file holds for a constant (by its storage
+    dtype; for a constant derived by a decode op such as DEQUANTIZE or DENSIFY,
+    the bytes of the stored source). ``value`` is kept for small constants
+    only (at most 4096 elements: shape arguments, axes, quantisation scales).
+    """
+
+    name: str
+    dtype: DType
+    shape: Shape | None
+    layout: str | None = None
+    is_constant: bool = False
+    is_variable: bool = False
+    quant: Quantization | None = None
+    storage_bytes: int = 0
+    sparse: bool = False
+    derived_from: str | None = None
+    value: np.ndarray[Any, Any] | None = field(default=None, repr=False)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """True when every dimension is known."""
+        return self.shape is not None and all(d is not None and d >= 0 for d in self.shape)
+
+    @property
+    def elements(self) -> int | None:
+        """Number of elements, or None if any dimension is unknown."""
+        if not self.is_static:
+            return None
+        n = 1
+        assert self.shape is not None
+        for d in self.shape:
+            assert d is not None
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes of the tensor as the runtime holds it (by its dtype), or None if unknown."""
+        n = self.elements
+        return None if n is None else self.dtype.nbytes(n)
+
+    def shape_str(self) -> str:
+        if self.shape is None:
+            return "?"
+        return "x".join("?" if d is None else str(d) for d in self.shape) or "scalar"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One operator invocation.
+
+    ``op`` is the canonical name handlers are registered under; ``native_op``
+    the name in the file (``CONV_2D``, ``Conv``, ``custom:Convolution2DTransposeBias``).
+    ``inputs`` holds tensor names, ``""`` for an omitted optional input.
+    ``attrs`` holds the operator's attributes with canonical keys.
+    """
+
+    index: int
+    name: str
+    op: str
+    native_op: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    subgraphs: tuple[str, ...] = ()
+    domain: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A model (or one subgraph of it) in execution order."""
+
+    name: str
+    format: str
+    layout: str
+    tensors: Mapping[str, Tensor]
+    nodes: tuple[Node, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    path: str | None = None
+    subgraphs: Mapping[str, Graph] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def tensor(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    def input_tensors(self, node: Node) -> list[Tensor | None]:
+        return [self.tensors[n] if n else None for n in node.inputs]
+
+    def output_tensors(self, node: Node) -> list[Tensor]:
+        return [self.tensors[n] for n in node.outputs]
+
+    @cached_property
+    def producers(self) -> Mapping[str, int]:
+        """Tensor name -> index of the node that writes it."""
+        return {out: node.index for node in self.nodes for out in node.outputs if out}
+
+    @cached_property
+    def consumers(self) -> Mapping[str, tuple[int, ...]]:
+        """Tensor name -> indices of the nodes that read it, in execution order."""
+        acc: dict[str, list[int]] = {}
+        for node in self.nodes:
+            for name in dict.fromkeys(node.inputs):
+                if name:
+                    acc.setdefault(name, []).append(node.index)
+        return {k: tuple(v) for k, v in acc.items()}
+
+    def all_graphs(self) -> list[tuple[str, Graph]]:
+        """This graph and every subgraph (recursively), main graph first."""
+        out: list[tuple[str, Graph]] = [(self.name, self)]
+        for sub in self.subgraphs.values():
+            out.extend(sub.all_graphs())
+        return out

@@ -1,0 +1,1 @@
+"""Per-op cost rules, registered by canonical op name (see :mod:`infercast.ops.registry`)."""

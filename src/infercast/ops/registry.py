@@ -1,0 +1,151 @@
+"""The table of per-operator cost rules, keyed by canonical op name.
+
+A handler is a plain function ``(OpContext) -> OpCost``. Its docstring states
+the counting rule (it is what ``docs/ops.md`` is generated from). An op with no
+handler is *unsupported*: every output lists it and no total silently counts
+it as zero. Ops that really cost no arithmetic (reshape, transpose, …) have a
+handler that says so.
+
+Handlers may also provide ``infer``: output shapes for the case where the
+frontend could not determine them (ONNX shape inference falls short).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.views import numel, static_shape
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Arithmetic of one node.
+
+    ``macs``: multiply-accumulates (conv, matmul, recurrent cells only).
+    ``flops``: all arithmetic operations; a MAC counts as 2.
+    """
+
+    macs: int = 0
+    flops: int = 0
+    note: str = ""
+
+
+@dataclass
+class OpContext:
+    """What a handler sees: the node, its input and output tensors, the graph layout."""
+
+    graph: Graph
+    node: Node
+    inputs: list[Tensor | None]
+    outputs: list[Tensor]
+
+    @property
+    def layout(self) -> str:
+        return self.graph.layout
+
+    def attr(self, key: str, default: object = None) -> object:
+        return self.node.attrs.get(key, default)
+
+    def int_attr(self, key: str, default: int) -> int:
+        v = self.node.attrs.get(key, default)
+        return int(v) if isinstance(v, int | float | str) else default
+
+    def input(self, i: int) -> Tensor:
+        t = self.inputs[i] if i < len(self.inputs) else None
+        if t is None:
+            raise IndexError(f"{self.node.native_op} node '{self.node.name}' has no input {i}")
+        return t
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def out_elems(self, i: int = 0) -> int:
+        return numel(self.outputs[i])
+
+    def all_out_elems(self) -> int:
+        return sum(numel(t) for t in self.outputs)
+
+    def in_elems(self, i: int = 0) -> int:
+        return numel(self.input(i))
+
+    def shape(self, t: Tensor) -> tuple[int, ...]:
+        return static_shape(t)
+
+
+CostFn = Callable[[OpContext], OpCost]
+InferFn = Callable[[OpContext], list[Shape]]
+
+
+@dataclass(frozen=True)
+class Handler:
+    ops: tuple[str, ...]
+    cost: CostFn
+    infer: InferFn | None = None
+    arg_inputs: frozenset[int] = field(default_factory=frozenset)
+    """Input positions that are arguments (shapes, axes, bounds), never parameters."""
+    family: str = ""
+
+    @property
+    def doc(self) -> str:
+        return " ".join((self.cost.__doc__ or "").split())
+
+
+_REGISTRY: dict[str, Handler] = {}
+
+
+def register(
+    *ops: str,
+    arg_inputs: Iterable[int] = (),
+    infer: InferFn | None = None,
+    family: str = "",
+) -> Callable[[CostFn], CostFn]:
+    """Register ``fn`` as the cost rule of canonical ``ops``."""
+
+    def deco(fn: CostFn) -> CostFn:
+        h = Handler(tuple(ops), fn, infer, frozenset(arg_inputs), family)
+        for op in ops:
+            if op in _REGISTRY:
+                raise ValueError(f"op '{op}' registered twice")
+            _REGISTRY[op] = h
+        return fn
+
+    return deco
+
+
+def set_infer(ops: Sequence[str], infer: InferFn) -> None:
+    """Attach a shape rule to already-registered ops."""
+    for op in ops:
+        h = _REGISTRY[op]
+        _REGISTRY[op] = Handler(h.ops, h.cost, infer, h.arg_inputs, h.family)
+
+
+def get_handler(op: str) -> Handler | None:
+    _load_all()
+    return _REGISTRY.get(op)
+
+
+def registered_ops() -> dict[str, Handler]:
+    _load_all()
+    return dict(_REGISTRY)
+
+
+_loaded = False
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    # Importing the modules registers their handlers.
+    from infercast.ops import (  # noqa: F401
+        conv,
+        elementwise,
+        linalg,
+        movement,
+        normalization,
+        pool,
+        recurrent,
+    )

@@ -1,0 +1,1 @@
+"""Renderers: the only code that formats results for people or tools."""

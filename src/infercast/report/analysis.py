@@ -1,0 +1,207 @@
+"""Renderers of an :class:`~infercast.analysis.cost.Analysis`: JSON, CSV, terminal table.
+
+The JSON document is a versioned contract (``docs/json-schema.md``):
+``schema`` changes its major number when a field changes meaning or goes away;
+new fields may appear within a version.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from infercast import __version__
+from infercast.analysis.cost import Analysis, LayerCost
+from infercast.ir.graph import Shape
+from infercast.report.units import human_bytes, human_count
+
+SCHEMA = "infercast.analysis/1"
+
+CONVENTIONS = {
+    "macs": "multiply-accumulates of conv, depthwise/transposed conv, fully-connected, "
+    "MatMul/Gemm/Einsum/attention and recurrent cells; bias adds and fused activations "
+    "not counted",
+    "flops": "all arithmetic operations, a MAC counted as 2; per-op rules in docs/ops.md",
+    "params": "elements of constant weight inputs; a tensor shared by layers counts once",
+    "weight_bytes": "bytes stored in the file for the parameters (by storage dtype)",
+    "runtime_weight_bytes": "bytes after load-time decoding (fp16 -> fp32, sparse -> dense)",
+    "activation_bytes": "bytes of non-constant inputs and outputs of a layer, by dtype",
+    "arithmetic_intensity": "FLOPs per byte moved (activations in + out + weights as stored)",
+}
+
+
+def _shape(s: Shape | None) -> list[int | None] | None:
+    return None if s is None else list(s)
+
+
+def layer_dict(ly: LayerCost) -> dict[str, Any]:
+    ai = ly.arithmetic_intensity
+    return {
+        "index": ly.index,
+        "subgraph": ly.subgraph,
+        "name": ly.name,
+        "op": ly.op,
+        "native_op": ly.native_op,
+        "status": ly.status,
+        "output_shapes": [_shape(s) for s in ly.output_shapes],
+        "output_dtypes": list(ly.output_dtypes),
+        "macs": ly.macs,
+        "flops": ly.flops,
+        "params": ly.params,
+        "weight_bytes": ly.weight_bytes,
+        "runtime_weight_bytes": ly.runtime_weight_bytes,
+        "input_bytes": ly.input_bytes,
+        "output_bytes": ly.output_bytes,
+        "arithmetic_intensity": None if ai is None else round(ai, 4),
+        "note": ly.note,
+    }
+
+
+def to_dict(a: Analysis) -> dict[str, Any]:
+    g = a.graph
+    t = a.totals
+    ai = t.arithmetic_intensity
+
+    def io(names: tuple[str, ...]) -> list[dict[str, Any]]:
+        out = []
+        for n in names:
+            tensor = g.tensors[n]
+            entry: dict[str, Any] = {
+                "name": n,
+                "shape": _shape(tensor.shape),
+                "dtype": tensor.dtype.value,
+            }
+            if tensor.quant is not None:
+                entry["quantization"] = tensor.quant.to_dict()
+            out.append(entry)
+        return out
+
+    return {
+        "schema": SCHEMA,
+        "infercast_version": __version__,
+        "model": {
+            "path": g.path,
+            "format": g.format,
+            "name": g.name,
+            "layout": g.layout,
+            "metadata": dict(g.metadata),
+            "inputs": io(g.inputs),
+            "outputs": io(g.outputs),
+            "subgraphs": list(g.subgraphs),
+        },
+        "conventions": CONVENTIONS,
+        "totals": {
+            "macs": t.macs,
+            "flops": t.flops,
+            "params": t.params,
+            "weight_bytes": t.weight_bytes,
+            "runtime_weight_bytes": t.runtime_weight_bytes,
+            "input_activation_bytes": t.input_bytes,
+            "output_activation_bytes": t.output_bytes,
+            "arithmetic_intensity": None if ai is None else round(ai, 4),
+            "layers": t.layers,
+            "unsupported_layers": t.unsupported_layers,
+            "unknown_shape_layers": t.unknown_shape_layers,
+            "complete": t.complete,
+        },
+        "layers": [layer_dict(ly) for ly in a.layers],
+        "unsupported_ops": [
+            {"op": u.op, "native_op": u.native_op, "count": u.count, "layers": list(u.layers)}
+            for u in a.unsupported
+        ],
+        "notes": list(a.notes),
+    }
+
+
+CSV_COLUMNS = [
+    "index", "subgraph", "name", "op", "native_op", "status", "output_shapes", "output_dtypes",
+    "macs", "flops", "params", "weight_bytes", "runtime_weight_bytes", "input_bytes",
+    "output_bytes", "arithmetic_intensity", "note",
+]
+
+
+def to_csv(a: Analysis) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for ly in a.layers:
+        row = layer_dict(ly)
+        row["output_shapes"] = ";".join(
+            "?" if s is None else "x".join("?" if d is None else str(d) for d in s)
+            for s in ly.output_shapes
+        )
+        row["output_dtypes"] = ";".join(ly.output_dtypes)
+        w.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+    return buf.getvalue()
+
+
+def _shape_text(shapes: tuple[Shape | None, ...]) -> str:
+    return ", ".join(
+        "?" if s is None else "x".join("?" if d is None else str(d) for d in s) or "scalar"
+        for s in shapes
+    )
+
+
+def render_table(a: Analysis, max_name: int = 40) -> Any:
+    """A rich renderable: per-layer table, totals, unsupported ops and notes."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    g = a.graph
+    t = a.totals
+    title = f"{g.path or g.name}  ({g.format}, {len(a.layers)} layers)"
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for col, just in [
+        ("#", "right"), ("name", "left"), ("op", "left"), ("output", "left"),
+        ("MACs", "right"), ("FLOPs", "right"), ("params", "right"), ("weights", "right"),
+        ("act in", "right"), ("act out", "right"), ("FLOP/B", "right"),
+    ]:
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    multi = len({ly.subgraph for ly in a.layers}) > 1
+    for ly in a.layers:
+        name = ly.name if len(ly.name) <= max_name else "…" + ly.name[-(max_name - 1) :]
+        if multi:
+            name = f"{ly.subgraph}:{name}"
+        style = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(ly.status, "")
+        ai = ly.arithmetic_intensity
+        table.add_row(
+            str(ly.index),
+            name,
+            ly.op if ly.op == ly.native_op.lower() else f"{ly.op} ({ly.native_op})",
+            _shape_text(ly.output_shapes),
+            "?" if ly.macs is None else human_count(ly.macs),
+            "?" if ly.flops is None else human_count(ly.flops),
+            human_count(ly.params) if ly.params else "",
+            human_bytes(ly.weight_bytes) if ly.weight_bytes else "",
+            "?" if ly.input_bytes is None else human_bytes(ly.input_bytes),
+            "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
+            "" if ai is None else f"{ai:.1f}",
+            style=style,
+        )
+    ai = t.arithmetic_intensity
+    table.add_section()
+    table.add_row(
+        "", "total", "", "",
+        human_count(t.macs), human_count(t.flops), human_count(t.params),
+        human_bytes(t.weight_bytes), human_bytes(t.input_bytes), human_bytes(t.output_bytes),
+        "" if ai is None else f"{ai:.1f}", style="bold",
+    )
+    lines = [
+        table,
+        Text(
+            f"MACs {t.macs:,} (multiply-accumulates)   FLOPs {t.flops:,} (a MAC = 2)   "
+            f"params {t.params:,}   weights {t.weight_bytes:,} B stored, "
+            f"{t.runtime_weight_bytes:,} B at run time"
+        ),
+    ]
+    if not t.complete:
+        lines.append(Text("totals are INCOMPLETE: see below", style="bold yellow"))
+    for u in a.unsupported:
+        lines.append(
+            Text(f"unsupported op: {u.native_op} x{u.count} (no cost rule; not in totals)", style="red")
+        )
+    for note in a.notes:
+        lines.append(Text(f"note: {note}", style="dim"))
+    return Group(*lines)

