@@ -19,7 +19,7 @@ Conventions (stated in every output):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercast.ir.dtypes import DType
@@ -147,6 +147,8 @@ class _Walker:
         self.layers: list[LayerCost] = []
         self.notes: list[str] = []
         self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
+        # (graph name, node index) -> the node's weight tensors, for the unique totals
+        self.weights: dict[tuple[str, int], list[Tensor]] = {}
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
         """Append the layers of ``graph``; return its (MACs, FLOPs), None if unknown."""
@@ -177,63 +179,71 @@ class _Walker:
         outs = graph.output_tensors(node)
         ins = graph.input_tensors(node)
         act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
-        common = dict(
+        base = LayerCost(
             subgraph=graph.name,
             index=node.index,
             name=node.name,
             op=node.op,
             native_op=node.native_op,
+            status="ok",
             output_shapes=tuple(t.shape for t in outs),
             output_dtypes=tuple(t.dtype.value for t in outs),
+            macs=None,
+            flops=None,
+            params=0,
+            weight_bytes=0,
+            runtime_weight_bytes=0,
             input_bytes=_activation_bytes(act_in),
             output_bytes=_activation_bytes(outs),
         )
         if node.attrs.get("folded"):
-            return LayerCost(
-                status="folded", macs=0, flops=0, params=0, weight_bytes=0,
-                runtime_weight_bytes=0, note="constant: computed once at load time", **common,
-            )  # type: ignore[arg-type]
+            return replace(
+                base, status="folded", macs=0, flops=0, note="constant: computed once at load time"
+            )
         weights = _weight_inputs(node, graph, handler)
-        params = sum(t.elements or 0 for t in weights)
-        wbytes = sum(t.storage_bytes for t in weights)
-        rbytes = sum(t.nbytes or 0 for t in weights)
-        wcommon = dict(params=params, weight_bytes=wbytes, runtime_weight_bytes=rbytes, **common)
+        self.weights[(graph.name, node.index)] = weights
+        base = replace(
+            base,
+            params=sum(t.elements or 0 for t in weights),
+            weight_bytes=sum(t.storage_bytes for t in weights),
+            runtime_weight_bytes=sum(t.nbytes or 0 for t in weights),
+        )
         if node.op in CONTROL_FLOW:
-            costs = [self.subgraph_cost(graph, s) for s in node.subgraphs]
-            m_list = [c[0] for c in costs]
-            f_list = [c[1] for c in costs]
-            known = None not in m_list and None not in f_list
-            if node.op == "if":
-                macs = max((m or 0 for m in m_list), default=0)
-                flops = max((f or 0 for f in f_list), default=0)
-                note = "the costlier branch"
-            else:
-                macs = sum(m or 0 for m in m_list)
-                flops = sum(f or 0 for f in f_list)
-                note = "called subgraphs counted once (iterations are not known statically)"
-            return LayerCost(
-                status="control_flow" if known else "unknown_shape", macs=macs if known else None,
-                flops=flops if known else None, note=note, **wcommon,
-            )  # type: ignore[arg-type]
+            return self.control_flow(graph, node, base)
         if handler is None:
-            return LayerCost(
-                status="unsupported", macs=None, flops=None,
-                note=f"no cost rule for {node.native_op}", **wcommon,
-            )  # type: ignore[arg-type]
+            return replace(base, status="unsupported", note=f"no cost rule for {node.native_op}")
         try:
             cost = handler.cost(OpContext(graph, node, ins, outs))
         except ShapeUnknownError as exc:
-            return LayerCost(
-                status="unknown_shape", macs=None, flops=None, note=str(exc), **wcommon,
-            )  # type: ignore[arg-type]
+            return replace(base, status="unknown_shape", note=str(exc))
         except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
-            return LayerCost(
-                status="unknown_shape", macs=None, flops=None,
-                note=f"cost rule failed on this node's shapes: {exc}", **wcommon,
-            )  # type: ignore[arg-type]
-        return LayerCost(
-            status="ok", macs=cost.macs, flops=cost.flops, note=cost.note, **wcommon,
-        )  # type: ignore[arg-type]
+            return replace(
+                base, status="unknown_shape", note=f"cost rule failed on this node's shapes: {exc}"
+            )
+        return replace(base, macs=cost.macs, flops=cost.flops, note=cost.note)
+
+    def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
+        """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs, each counted once."""
+        costs = [self.subgraph_cost(graph, s) for s in node.subgraphs]
+        if any(m is None or f is None for m, f in costs):
+            return replace(base, status="unknown_shape", note="a called subgraph has unknown cost")
+        macs = [m or 0 for m, _ in costs]
+        flops = [f or 0 for _, f in costs]
+        if node.op == "if":
+            return replace(
+                base,
+                status="control_flow",
+                macs=max(macs, default=0),
+                flops=max(flops, default=0),
+                note="the costlier branch",
+            )
+        return replace(
+            base,
+            status="control_flow",
+            macs=sum(macs),
+            flops=sum(flops),
+            note="called subgraphs counted once (iterations are not known statically)",
+        )
 
 
 def analyze_graph(graph: Graph) -> Analysis:
@@ -248,16 +258,13 @@ def analyze_graph(graph: Graph) -> Analysis:
 
     # Unique weights over the main graph and everything it calls.
     unique: dict[str, tuple[int, int, int]] = {}
-    for name, g in graph.all_graphs():
-        for node in g.nodes:
-            if node.attrs.get("folded"):
-                continue
-            for t in _weight_inputs(node, g, get_handler(node.op)):
-                root = t.derived_from or t.name
-                # ONNX names are unique across the model (bodies read outer values by
-                # name); TFLite subgraphs number their tensors independently.
-                key = root if graph.format == "onnx" else f"{name}/{root}"
-                unique[key] = (t.elements or 0, t.storage_bytes, t.nbytes or 0)
+    for (gname, _index), weights in walker.weights.items():
+        for t in weights:
+            root = t.derived_from or t.name
+            # ONNX names are unique across the model (bodies read outer values by
+            # name); TFLite subgraphs number their tensors independently.
+            key = root if graph.format == "onnx" else f"{gname}/{root}"
+            unique[key] = (t.elements or 0, t.storage_bytes, t.nbytes or 0)
     macs = sum(ly.macs or 0 for ly in main)
     flops = sum(ly.flops or 0 for ly in main)
     unsupported = [ly for ly in layers if ly.status == "unsupported"]
@@ -297,9 +304,7 @@ def analyze_graph(graph: Graph) -> Analysis:
     return Analysis(graph, tuple(layers), totals, unsup, tuple(notes))
 
 
-def analyze(
-    model: str | Path | Graph, input_shapes: Mapping[str, Shape] | None = None
-) -> Analysis:
+def analyze(model: str | Path | Graph, input_shapes: Mapping[str, Shape] | None = None) -> Analysis:
     """Load ``model`` (a path or an already-loaded :class:`Graph`) and analyse it."""
     if isinstance(model, Graph):
         return analyze_graph(model)

@@ -52,7 +52,8 @@ def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
         name, sep, dims = spec.rpartition("=")
         if not sep or not name or not dims:
             raise InputShapeError(
-                f"--input-shape '{spec}' is not NAME=DIMS", "example: --input-shape input=1x3x224x224"
+                f"--input-shape '{spec}' is not NAME=DIMS",
+                "example: --input-shape input=1x3x224x224",
             )
         try:
             shape = tuple(int(d) for d in dims.lower().replace(",", "x").split("x"))

@@ -18,6 +18,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import re
 import tempfile
@@ -61,12 +63,17 @@ _CANONICAL: dict[str, str] = {
 
 _GENERATORS = {"constant", "constant_of_shape", "range", "eye_like"}
 _NONDETERMINISTIC = {
-    "random_uniform", "random_normal", "random_uniform_like", "random_normal_like",
-    "multinomial", "bernoulli",
+    "random_uniform",
+    "random_normal",
+    "random_uniform_like",
+    "random_normal_like",
+    "multinomial",
+    "bernoulli",
 }
 _CONTROL_FLOW = {"if", "loop", "scan"}
 
 
+@functools.cache
 def canonical_name(op_type: str, domain: str) -> str:
     name = _CANONICAL.get(op_type) or _SNAKE.sub("_", op_type).lower()
     if domain not in ("", "ai.onnx"):
@@ -80,6 +87,7 @@ def _onnx() -> Any:
     return onnx
 
 
+@functools.cache
 def _dtype(elem_type: int) -> DType:
     onnx = _onnx()
     try:
@@ -88,12 +96,24 @@ def _dtype(elem_type: int) -> DType:
         return DType.UNKNOWN
     name = np_name.rsplit(".", 1)[-1].lower()
     mapping = {
-        "float": DType.FLOAT32, "double": DType.FLOAT64, "float16": DType.FLOAT16,
-        "bfloat16": DType.BFLOAT16, "int8": DType.INT8, "uint8": DType.UINT8,
-        "int16": DType.INT16, "uint16": DType.UINT16, "int32": DType.INT32,
-        "uint32": DType.UINT32, "int64": DType.INT64, "uint64": DType.UINT64,
-        "bool": DType.BOOL, "string": DType.STRING, "complex64": DType.COMPLEX64,
-        "complex128": DType.COMPLEX128, "int4": DType.INT4, "uint4": DType.UINT4,
+        "float": DType.FLOAT32,
+        "double": DType.FLOAT64,
+        "float16": DType.FLOAT16,
+        "bfloat16": DType.BFLOAT16,
+        "int8": DType.INT8,
+        "uint8": DType.UINT8,
+        "int16": DType.INT16,
+        "uint16": DType.UINT16,
+        "int32": DType.INT32,
+        "uint32": DType.UINT32,
+        "int64": DType.INT64,
+        "uint64": DType.UINT64,
+        "bool": DType.BOOL,
+        "string": DType.STRING,
+        "complex64": DType.COMPLEX64,
+        "complex128": DType.COMPLEX128,
+        "int4": DType.INT4,
+        "uint4": DType.UINT4,
         "int2": DType.INT2,
     }
     if name.startswith("float8") or name.startswith("float4"):
@@ -130,8 +150,8 @@ def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
 
 
 def _small_value(t: Any, dtype: DType, n: int) -> np.ndarray[Any, Any] | None:
-    """The value of a small constant (shape arguments, axes, quantisation scales)."""
-    if n > 4096 or t.data_location == 1 or dtype in (DType.STRING, DType.UNKNOWN):
+    """The value of a small integer constant (shape arguments, axes) or a scalar."""
+    if n > 4096 or t.data_location == 1 or not (dtype.is_integer or n == 1):
         return None
     try:
         return np.asarray(_onnx().numpy_helper.to_array(t))
@@ -166,7 +186,9 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return plain, graphs
 
 
-def _set_input_shapes(model: Any, input_shapes: Mapping[str, Shape], real_inputs: list[Any]) -> None:
+def _set_input_shapes(
+    model: Any, input_shapes: Mapping[str, Shape], real_inputs: list[Any]
+) -> None:
     names = [vi.name for vi in real_inputs]
     unknown = [k for k in input_shapes if k not in names]
     if unknown:
@@ -231,7 +253,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         _set_input_shapes(model, input_shapes, real_inputs)
     symbolic = []
     for vi in real_inputs:
-        dtype, shape = _type_shape(vi.type)
+        shape = _type_shape(vi.type)[1]
         if shape is None or any(d is None for d in shape):
             symbolic.append((vi.name, shape))
     if symbolic:
@@ -267,9 +289,17 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     }
     graph = _graph(path, inferred.graph, {}, notes)
     return Graph(
-        name=graph.name, format="onnx", layout="NCHW", tensors=graph.tensors,
-        nodes=graph.nodes, inputs=graph.inputs, outputs=graph.outputs, path=path,
-        subgraphs=graph.subgraphs, metadata=meta, notes=tuple(notes),
+        name=graph.name,
+        format="onnx",
+        layout="NCHW",
+        tensors=graph.tensors,
+        nodes=graph.nodes,
+        inputs=graph.inputs,
+        outputs=graph.outputs,
+        path=path,
+        subgraphs=graph.subgraphs,
+        metadata=meta,
+        notes=tuple(notes),
     )
 
 
@@ -282,25 +312,33 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
         known_shapes[vi.name] = _type_shape(vi.type)
     for t in g.initializer:
         dtype = _dtype(t.data_type)
-        shape = tuple(int(d) for d in t.dims)
-        n = int(np.prod(shape)) if shape else 1
+        shape = tuple(t.dims)
+        n = math.prod(shape)
         tensors[t.name] = Tensor(
-            name=t.name, dtype=dtype, shape=shape, is_constant=True,
-            storage_bytes=_initializer_bytes(t, dtype, n), value=_small_value(t, dtype, n),
+            name=t.name,
+            dtype=dtype,
+            shape=shape,
+            is_constant=True,
+            storage_bytes=_initializer_bytes(t, dtype, n),
+            value=_small_value(t, dtype, n),
         )
     for t in g.sparse_initializer:
         v = t.values
         dtype = _dtype(v.data_type)
         shape = tuple(int(d) for d in t.dims)
         tensors[v.name or t.name] = Tensor(
-            name=v.name, dtype=dtype, shape=shape, is_constant=True, sparse=True,
+            name=v.name,
+            dtype=dtype,
+            shape=shape,
+            is_constant=True,
+            sparse=True,
             storage_bytes=_initializer_bytes(v, dtype, int(np.prod(tuple(v.dims)) or 1)),
         )
     init_names = set(tensors)
     inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
     for name in inputs:
-        dtype, shape = known_shapes[name]
-        tensors[name] = Tensor(name=name, dtype=dtype, shape=shape, layout=_layout(shape))
+        in_dtype, in_shape = known_shapes[name]
+        tensors[name] = Tensor(name=name, dtype=in_dtype, shape=in_shape, layout=_layout(in_shape))
 
     def ensure(name: str) -> None:
         if not name or name in tensors:
@@ -334,11 +372,16 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
             called.append(sub_name)
         in_tensors = [tensors[x] if x else None for x in n.input]
         const_ins = [t for t in in_tensors if t is not None]
-        folded = (
-            op not in _NONDETERMINISTIC
-            and op not in _CONTROL_FLOW
-            and (op == "constant" or (bool(const_ins) and all(t.is_constant for t in const_ins)))
-        )
+        if op == "constant":
+            folded = True
+        elif const_ins and op not in _NONDETERMINISTIC and op not in _CONTROL_FLOW:
+            folded = True
+            for t in const_ins:
+                if not t.is_constant:
+                    folded = False
+                    break
+        else:
+            folded = False
         attrs = _canonical_attrs(op, attrs, in_tensors)
         if op == "conv":
             op = _maybe_depthwise(attrs, in_tensors)
@@ -347,22 +390,40 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
         for out_name in n.output:
             if not out_name:
                 continue
-            dtype, shape = known_shapes.get(out_name, (DType.UNKNOWN, None))
-            tensors[out_name] = _output_tensor(out_name, dtype, shape, op, attrs, const_ins, folded)
+            o_dtype, o_shape = known_shapes.get(out_name, (DType.UNKNOWN, None))
+            tensors[out_name] = _output_tensor(
+                out_name, o_dtype, o_shape, op, attrs, const_ins, folded
+            )
         if op == "constant":
             attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
         nodes.append(
-            Node(i, name, op, n.op_type, tuple(n.input), tuple(n.output), attrs,
-                 tuple(called), n.domain)
+            Node(
+                i,
+                name,
+                op,
+                n.op_type,
+                tuple(n.input),
+                tuple(n.output),
+                attrs,
+                tuple(called),
+                n.domain,
+            )
         )
     outputs = tuple(vi.name for vi in g.output)
     for name in outputs:
         ensure(name)
-    _attach_qdq(nodes, tensors)
+    _attach_qdq(nodes, tensors, g)
     del onnx
     return Graph(
-        name=g.name or "main", format="onnx", layout="NCHW", tensors=tensors,
-        nodes=tuple(nodes), inputs=inputs, outputs=outputs, path=path, subgraphs=subgraphs,
+        name=g.name or "main",
+        format="onnx",
+        layout="NCHW",
+        tensors=tensors,
+        nodes=tuple(nodes),
+        inputs=inputs,
+        outputs=outputs,
+        path=path,
+        subgraphs=subgraphs,
     )
 
 
@@ -410,8 +471,14 @@ def _output_tensor(
         derived = src.derived_from or src.name
     quant = None
     return Tensor(
-        name=name, dtype=dtype, shape=shape, is_constant=True, storage_bytes=storage,
-        derived_from=derived, value=value, quant=quant,
+        name=name,
+        dtype=dtype,
+        shape=shape,
+        is_constant=True,
+        storage_bytes=storage,
+        derived_from=derived,
+        value=value,
+        quant=quant,
     )
 
 
@@ -441,27 +508,43 @@ def _canonical_attrs(op: str, attrs: dict[str, Any], ins: list[Tensor | None]) -
 def _maybe_depthwise(attrs: Mapping[str, Any], ins: list[Tensor | None]) -> str:
     group = int(attrs.get("group", 1))
     x = ins[0] if ins else None
-    if group > 1 and x is not None and x.shape is not None and len(x.shape) >= 2:
-        if x.shape[1] == group:
-            return "depthwise_conv"
+    if (
+        group > 1
+        and x is not None
+        and x.shape is not None
+        and len(x.shape) >= 2
+        and x.shape[1] == group
+    ):
+        return "depthwise_conv"
     return "conv"
 
 
-def _attach_qdq(nodes: list[Node], tensors: dict[str, Tensor]) -> None:
+def _attach_qdq(nodes: list[Node], tensors: dict[str, Tensor], g: Any) -> None:
     """Record QuantizeLinear / DequantizeLinear parameters on the quantised tensors."""
-    for node in nodes:
-        if node.op not in ("quantize", "dequantize") or len(node.inputs) < 2:
+    qdq = [n for n in nodes if n.op in ("quantize", "dequantize") and len(n.inputs) >= 2]
+    if not qdq:
+        return
+    onnx = _onnx()
+    protos = {t.name: t for t in g.initializer}
+    for node in g.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    protos[node.output[0]] = a.t
+
+    def values(name: str) -> np.ndarray[Any, Any] | None:
+        proto = protos.get(name)
+        if proto is None or proto.data_location == 1:
+            return None
+        return np.ravel(onnx.numpy_helper.to_array(proto))
+
+    for node in qdq:
+        scales_arr = values(node.inputs[1])
+        if scales_arr is None:
             continue
-        scale = tensors.get(node.inputs[1])
-        zp = tensors.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-        if scale is None or scale.value is None:
-            continue
-        scales = tuple(float(x) for x in np.ravel(scale.value))
-        zps = (
-            tuple(int(x) for x in np.ravel(zp.value))
-            if zp is not None and zp.value is not None
-            else (0,) * len(scales)
-        )
+        zp_arr = values(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+        scales = tuple(float(x) for x in scales_arr)
+        zps = tuple(int(x) for x in zp_arr) if zp_arr is not None else (0,) * len(scales)
         axis = int(node.attrs.get("axis", 1)) if len(scales) > 1 else None
         q = Quantization(scale=scales, zero_point=zps, axis=axis)
         target = node.inputs[0] if node.op == "dequantize" else node.outputs[0]

@@ -106,7 +106,9 @@ class _Names:
     def __init__(self, schema: Any) -> None:
         self.builtin = {v: k for k, v in vars(schema.BuiltinOperator).items() if k.isupper()}
         self.dtype = {v: k for k, v in vars(schema.TensorType).items() if k.isupper()}
-        self.options = {v: k for k, v in vars(schema.BuiltinOptions).items() if not k.startswith("_")}
+        self.options = {
+            v: k for k, v in vars(schema.BuiltinOptions).items() if not k.startswith("_")
+        }
         self.options2 = {
             v: k for k, v in vars(schema.BuiltinOptions2).items() if not k.startswith("_")
         }
@@ -257,7 +259,9 @@ def _parse(schema: Any, path: str, data: bytes, input_shapes: Mapping[str, Shape
         if size == 0 and b.Offset() > 1:
             size = int(b.Size())
             if b.Offset() + size > len(data):
-                raise ModelFileError(f"{path}: buffer {i} lies past the end of the file (truncated)")
+                raise ModelFileError(
+                    f"{path}: buffer {i} lies past the end of the file (truncated)"
+                )
         buffer_sizes.append(size)
 
     sub_names = []
@@ -286,7 +290,9 @@ def _parse(schema: Any, path: str, data: bytes, input_shapes: Mapping[str, Shape
         if key == "min_runtime_version" and 0 <= md.Buffer() < n_buffers:
             raw_buf = model.Buffers(md.Buffer()).DataAsNumpy()
             if isinstance(raw_buf, np.ndarray):
-                meta["min_runtime_version"] = bytes(raw_buf).rstrip(b"\0").decode("ascii", "replace")
+                meta["min_runtime_version"] = (
+                    bytes(raw_buf).rstrip(b"\0").decode("ascii", "replace")
+                )
     notes = list(main.notes)
     subs = {g.name: g for g in graphs[1:]}
     return Graph(
@@ -337,13 +343,17 @@ def _subgraph(
             raise ModelFileError(f"{path}: tensor '{raw_name}' has a negative dimension {shape}")
         bi = t.Buffer()
         if not 0 <= bi < max(len(buffer_sizes), 1):
-            raise ModelFileError(f"{path}: tensor '{raw_name}' points at buffer {bi}, which does not exist")
+            raise ModelFileError(
+                f"{path}: tensor '{raw_name}' points at buffer {bi}, which does not exist"
+            )
         storage = buffer_sizes[bi] if bi < len(buffer_sizes) else 0
         is_const = bi > 0 and storage > 0
         q = t.Quantization()
         quant = None
         if q is not None and q.ScaleLength() > 0:
-            zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+            zp = (
+                q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+            )
             quant = Quantization(
                 scale=tuple(float(s) for s in q.ScaleAsNumpy()),
                 zero_point=tuple(int(z) for z in zp),
@@ -372,7 +382,9 @@ def _subgraph(
         if i < 0:
             return ""
         if i >= n_t:
-            raise ModelFileError(f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}")
+            raise ModelFileError(
+                f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}"
+            )
         return tnames[i]
 
     nodes: list[Node] = []
@@ -387,7 +399,9 @@ def _subgraph(
         attrs: dict[str, Any] = {}
         otype = op.BuiltinOptionsType()
         if otype:
-            attrs.update(_read_options(schema, names, op.BuiltinOptions(), names.options.get(otype, "")))
+            attrs.update(
+                _read_options(schema, names, op.BuiltinOptions(), names.options.get(otype, ""))
+            )
         otype2 = op.BuiltinOptions2Type()
         if otype2:
             attrs.update(
@@ -458,8 +472,15 @@ def _fold_constants(
                     derived_from=src.derived_from or src.name,
                 )
             node = Node(
-                node.index, node.name, node.op, node.native_op, node.inputs, node.outputs,
-                {**node.attrs, "folded": True}, node.subgraphs, node.domain,
+                node.index,
+                node.name,
+                node.op,
+                node.native_op,
+                node.inputs,
+                node.outputs,
+                {**node.attrs, "folded": True},
+                node.subgraphs,
+                node.domain,
             )
         new_nodes.append(node)
     return new_nodes, out
@@ -470,9 +491,7 @@ def _resolve_dynamic(
 ) -> Graph:
     """Fix dynamic input dimensions and take every tensor's shape from LiteRT's own
     shape propagation (``resize_tensor_input`` + ``allocate_tensors``)."""
-    dynamic = {
-        n: graph.tensors[n].shape for n in graph.inputs if not graph.tensors[n].is_static
-    }
+    dynamic = {n: graph.tensors[n].shape for n in graph.inputs if not graph.tensors[n].is_static}
     unknown = [k for k in input_shapes if k not in graph.inputs]
     if unknown:
         from infercast.errors import InputShapeError
@@ -487,15 +506,15 @@ def _resolve_dynamic(
         example = missing[0]
         raise SymbolicShapeError(
             f"{path}: input(s) with dynamic dimensions: {shown}",
-            f"fix them with --input-shape {example}=" + "x".join(
-                "1" if d is None else str(d) for d in (graph.tensors[example].shape or ())
-            ),
+            f"fix them with --input-shape {example}="
+            + "x".join("1" if d is None else str(d) for d in (graph.tensors[example].shape or ())),
         )
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError as exc:  # pragma: no cover
         raise ModelFileError(
-            "resolving dynamic TFLite shapes needs the LiteRT interpreter", "pip install ai-edge-litert"
+            "resolving dynamic TFLite shapes needs the LiteRT interpreter",
+            "pip install ai-edge-litert",
         ) from exc
     try:
         interp = Interpreter(model_content=data)
@@ -504,7 +523,9 @@ def _resolve_dynamic(
             if name in input_shapes:
                 interp.resize_tensor_input(d["index"], [int(x or 1) for x in input_shapes[name]])
         interp.allocate_tensors()
-        shapes = {i: tuple(int(x) for x in d["shape"]) for i, d in enumerate(interp.get_tensor_details())}
+        shapes = {
+            i: tuple(int(x) for x in d["shape"]) for i, d in enumerate(interp.get_tensor_details())
+        }
     except Exception as exc:
         raise ModelFileError(
             f"{path}: LiteRT could not propagate the given input shapes ({exc})",
@@ -516,10 +537,28 @@ def _resolve_dynamic(
         t = graph.tensors[name]
         shape: Shape | None = shapes.get(i, t.shape)
         tensors[name] = Tensor(
-            t.name, t.dtype, shape, t.layout, t.is_constant, t.is_variable, t.quant,
-            t.storage_bytes, t.sparse, t.derived_from, t.value,
+            t.name,
+            t.dtype,
+            shape,
+            t.layout,
+            t.is_constant,
+            t.is_variable,
+            t.quant,
+            t.storage_bytes,
+            t.sparse,
+            t.derived_from,
+            t.value,
         )
     return Graph(
-        graph.name, graph.format, graph.layout, tensors, graph.nodes, graph.inputs,
-        graph.outputs, graph.path, graph.subgraphs, graph.metadata, graph.notes,
+        graph.name,
+        graph.format,
+        graph.layout,
+        tensors,
+        graph.nodes,
+        graph.inputs,
+        graph.outputs,
+        graph.path,
+        graph.subgraphs,
+        graph.metadata,
+        graph.notes,
     )

@@ -1,4 +1,4 @@
-"""The intermediate representation: :class:`Graph`, :class:`Node`, :class:`Tensor`, :class:`DType`."""
+"""The intermediate representation: Graph, Node, Tensor, DType."""
 
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Dim, Graph, Node, Quantization, Shape, Tensor

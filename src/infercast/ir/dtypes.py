@@ -7,10 +7,10 @@ whose ``bits`` is what memory and bandwidth figures are computed from.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class DType(str, Enum):
+class DType(StrEnum):
     """An element type. The value is the lower-case name used in all outputs."""
 
     FLOAT64 = "float64"

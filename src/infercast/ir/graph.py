@@ -79,28 +79,26 @@ class Tensor:
     def rank(self) -> int | None:
         return None if self.shape is None else len(self.shape)
 
-    @property
-    def is_static(self) -> bool:
-        """True when every dimension is known."""
-        return self.shape is not None and all(d is not None and d >= 0 for d in self.shape)
+    # Derived once at construction (frozen objects; read in every cost rule).
+    is_static: bool = field(init=False, repr=False)
+    """True when every dimension is known."""
+    elements: int | None = field(init=False, repr=False)
+    """Number of elements, or None if any dimension is unknown."""
+    nbytes: int | None = field(init=False, repr=False)
+    """Bytes of the tensor as the runtime holds it (by its dtype), or None if unknown."""
 
-    @property
-    def elements(self) -> int | None:
-        """Number of elements, or None if any dimension is unknown."""
-        if not self.is_static:
-            return None
-        n = 1
-        assert self.shape is not None
-        for d in self.shape:
-            assert d is not None
-            n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int | None:
-        """Bytes of the tensor as the runtime holds it (by its dtype), or None if unknown."""
-        n = self.elements
-        return None if n is None else self.dtype.nbytes(n)
+    def __post_init__(self) -> None:
+        shape = self.shape
+        static = shape is not None and all(d is not None and d >= 0 for d in shape)
+        n: int | None = None
+        if static:
+            assert shape is not None
+            n = 1
+            for d in shape:
+                n *= d  # type: ignore[operator]
+        object.__setattr__(self, "is_static", static)
+        object.__setattr__(self, "elements", n)
+        object.__setattr__(self, "nbytes", None if n is None else self.dtype.nbytes(n))
 
     def shape_str(self) -> str:
         if self.shape is None:

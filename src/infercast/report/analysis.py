@@ -115,9 +115,23 @@ def to_dict(a: Analysis) -> dict[str, Any]:
 
 
 CSV_COLUMNS = [
-    "index", "subgraph", "name", "op", "native_op", "status", "output_shapes", "output_dtypes",
-    "macs", "flops", "params", "weight_bytes", "runtime_weight_bytes", "input_bytes",
-    "output_bytes", "arithmetic_intensity", "note",
+    "index",
+    "subgraph",
+    "name",
+    "op",
+    "native_op",
+    "status",
+    "output_shapes",
+    "output_dtypes",
+    "macs",
+    "flops",
+    "params",
+    "weight_bytes",
+    "runtime_weight_bytes",
+    "input_bytes",
+    "output_bytes",
+    "arithmetic_intensity",
+    "note",
 ]
 
 
@@ -154,9 +168,17 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
     title = f"{g.path or g.name}  ({g.format}, {len(a.layers)} layers)"
     table = Table(title=title, show_lines=False, header_style="bold")
     for col, just in [
-        ("#", "right"), ("name", "left"), ("op", "left"), ("output", "left"),
-        ("MACs", "right"), ("FLOPs", "right"), ("params", "right"), ("weights", "right"),
-        ("act in", "right"), ("act out", "right"), ("FLOP/B", "right"),
+        ("#", "right"),
+        ("name", "left"),
+        ("op", "left"),
+        ("output", "left"),
+        ("MACs", "right"),
+        ("FLOPs", "right"),
+        ("params", "right"),
+        ("weights", "right"),
+        ("act in", "right"),
+        ("act out", "right"),
+        ("FLOP/B", "right"),
     ]:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     multi = len({ly.subgraph for ly in a.layers}) > 1
@@ -164,7 +186,9 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
         name = ly.name if len(ly.name) <= max_name else "…" + ly.name[-(max_name - 1) :]
         if multi:
             name = f"{ly.subgraph}:{name}"
-        style = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(ly.status, "")
+        style = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(
+            ly.status, ""
+        )
         ai = ly.arithmetic_intensity
         table.add_row(
             str(ly.index),
@@ -183,10 +207,18 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
     ai = t.arithmetic_intensity
     table.add_section()
     table.add_row(
-        "", "total", "", "",
-        human_count(t.macs), human_count(t.flops), human_count(t.params),
-        human_bytes(t.weight_bytes), human_bytes(t.input_bytes), human_bytes(t.output_bytes),
-        "" if ai is None else f"{ai:.1f}", style="bold",
+        "",
+        "total",
+        "",
+        "",
+        human_count(t.macs),
+        human_count(t.flops),
+        human_count(t.params),
+        human_bytes(t.weight_bytes),
+        human_bytes(t.input_bytes),
+        human_bytes(t.output_bytes),
+        "" if ai is None else f"{ai:.1f}",
+        style="bold",
     )
     lines = [
         table,
@@ -200,8 +232,11 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
         lines.append(Text("totals are INCOMPLETE: see below", style="bold yellow"))
     for u in a.unsupported:
         lines.append(
-            Text(f"unsupported op: {u.native_op} x{u.count} (no cost rule; not in totals)", style="red")
+            Text(
+                f"unsupported op: {u.native_op} x{u.count} (no cost rule; not in totals)",
+                style="red",
+            )
         )
     for note in a.notes:
         lines.append(Text(f"note: {note}", style="dim"))
-    return Group(*lines)
+    return Group(*lines)  # type: ignore[arg-type]

@@ -1,0 +1,64 @@
+"""Shared fixtures: model files built by ``tools/build_fixtures.py`` (cached).
+
+Each fixture returns a group directory; the first use builds the group (minutes
+for ``keras``), later runs find it in ``~/.cache/infercast/fixtures`` (or
+``$INFERCAST_FIXTURES``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from build_fixtures import ensure  # noqa: E402
+
+
+def _group(name: str) -> Path:
+    return ensure(name)
+
+
+def manifest(group_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((group_dir / "manifest.json").read_text())
+    return data
+
+
+@pytest.fixture(scope="session")
+def keras_dir() -> Path:
+    return _group("keras")
+
+
+@pytest.fixture(scope="session")
+def edge_dir() -> Path:
+    return _group("edge")
+
+
+@pytest.fixture(scope="session")
+def mediapipe_dir() -> Path:
+    return _group("mediapipe")
+
+
+@pytest.fixture(scope="session")
+def onnx_node_dir() -> Path:
+    return _group("onnx_node")
+
+
+@pytest.fixture(scope="session")
+def onnx_light_dir() -> Path:
+    return _group("onnx_light")
+
+
+@pytest.fixture(scope="session")
+def silero_dir() -> Path:
+    return _group("silero")
+
+
+@pytest.fixture(scope="session")
+def example_model() -> Path:
+    return REPO / "examples" / "mobilenet_v2_int8.tflite"
