@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from infercast.analysis.loops import trip_count
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.views import ShapeUnknownError
@@ -223,26 +224,45 @@ class _Walker:
         return replace(base, macs=cost.macs, flops=cost.flops, note=cost.note)
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
-        """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs, each counted once."""
-        costs = [self.subgraph_cost(graph, s) for s in node.subgraphs]
-        if any(m is None or f is None for m, f in costs):
+        """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs' cost, times the
+        trip count where the graph fixes it (analysis/loops.py), else once."""
+        costs = {s: self.subgraph_cost(graph, s) for s in node.subgraphs}
+        if any(m is None or f is None for m, f in costs.values()):
             return replace(base, status="unknown_shape", note="a called subgraph has unknown cost")
-        macs = [m or 0 for m, _ in costs]
-        flops = [f or 0 for _, f in costs]
+        macs = {s: m or 0 for s, (m, _) in costs.items()}
+        flops = {s: f or 0 for s, (_, f) in costs.items()}
         if node.op == "if":
             return replace(
                 base,
                 status="control_flow",
-                macs=max(macs, default=0),
-                flops=max(flops, default=0),
+                macs=max(macs.values(), default=0),
+                flops=max(flops.values(), default=0),
                 note="the costlier branch",
             )
+        trips = trip_count(graph, node, {**self.root.subgraphs, **graph.subgraphs})
+        if trips is None or node.op not in ("while", "loop", "scan"):
+            note = "called subgraphs counted once"
+            if node.op in ("while", "loop", "scan"):
+                note += " (iterations are not fixed in the graph)"
+            return replace(
+                base,
+                status="control_flow",
+                macs=sum(macs.values()),
+                flops=sum(flops.values()),
+                note=note,
+            )
+        cond = str(node.attrs.get("cond_subgraph", ""))
+
+        def times(s: str) -> int:
+            # A WHILE condition runs once more than the body.
+            return trips + 1 if s == cond else trips
+
         return replace(
             base,
             status="control_flow",
-            macs=sum(macs),
-            flops=sum(flops),
-            note="called subgraphs counted once (iterations are not known statically)",
+            macs=sum(times(s) * m for s, m in macs.items()),
+            flops=sum(times(s) * f for s, f in flops.items()),
+            note=f"{trips} iterations (fixed in the graph); subgraphs counted per iteration",
         )
 
 

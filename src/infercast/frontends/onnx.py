@@ -366,6 +366,7 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
         called: list[str] = []
         for key, body in graph_attrs.items():
             sub_name = f"{name}/{key}"
+            attrs[f"{key}_subgraph"] = sub_name
             visible = dict(outer)
             visible.update(tensors)
             subgraphs[sub_name] = _graph(path, body, visible, notes)

@@ -416,11 +416,13 @@ def _subgraph(
                 for i, n in enumerate(ins)
                 if n and tensors[n].is_constant and tensors[n].rank == 2
             )
-        called = tuple(
-            sub_names[v]
+        called_by_role = {
+            k[: -len("_index")]: sub_names[v]
             for k, v in attrs.items()
             if k.endswith("subgraph_index") and isinstance(v, int) and 0 <= v < len(sub_names)
-        )
+        }
+        attrs.update(called_by_role)  # e.g. cond_subgraph / body_subgraph -> name
+        called = tuple(called_by_role.values())
         name = outs[0] if outs else f"{native.lower()}_{oi}"
         nodes.append(Node(oi, name, canonical, native, ins, outs, attrs, called))
 

@@ -1,0 +1,440 @@
+"""Tensor lifetimes over the execution order, and the buffers tensors share.
+
+Which tensors live in the activation arena
+    Every non-constant tensor of known size: graph inputs, graph outputs and
+    intermediates, of the main graph and of every subgraph it calls. Constants
+    and the outputs of ``folded`` nodes (DEQUANTIZE / DENSIFY of a constant,
+    ONNX constant subgraphs) are weights, not arena. TFLite *variable* tensors
+    (``is_variable``: LSTM state, resource variables) persist across
+    invocations: TFLite Micro allocates them outside the planned arena
+    (``needs_allocating`` is false for variables in
+    ``tensorflow/lite/micro/micro_allocation_info.cc``) and TFLite in its
+    persistent arena, so they are listed as *persistent*, not planned.
+    Tensors whose size is not known statically are listed as *unsized*.
+
+Steps
+    One step per node, in execution order. A node that calls subgraphs
+    (WHILE / IF / CALL_ONCE / Loop / If / Scan) is followed by the steps of the
+    subgraphs it calls, each opened by an *entry* step where the subgraph's
+    inputs come alive; the caller's inputs and outputs stay alive until the
+    last of those steps. This is the scope numbering of TFLite Micro's
+    ``AllocationInfoBuilder::MarkAllocationLifetimes``, which plans all
+    subgraphs in one arena. A subgraph called from several places keeps one
+    buffer per tensor, alive over all its calls.
+
+Lifetimes (inclusive step ranges)
+    A tensor is alive from the step that produces it to the last step that
+    reads it. Graph inputs are alive from step 0; graph outputs until the last
+    step (TFLite Micro: "Mark all outputs as persistent to the end of the
+    subgraph invocation"). A value no one reads lives during its producer.
+
+Buffers
+    Alias-only ops (reshape, squeeze, unsqueeze, expand_dims, flatten,
+    identity, bitcast) write no new data: their output shares the input's
+    buffer, whose lifetime grows to cover both. The rule is TFLite's
+    (``tensorflow/lite/arena_planner.cc``, ``InputTensorCanBeShared`` with the
+    kernels' ``kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpDataUnmodified``
+    flags in ``kernels/reshape.cc``, ``squeeze.cc``, ``expand_dims.cc``): not when
+    the input is a graph input or the output a graph output, and only between
+    tensors of the same byte size. ONNX Runtime's Reshape / Squeeze /
+    Unsqueeze / Flatten / Identity kernels declare the same alias.
+    Sharing a buffer never raises the peak: the two tensors are then never
+    both in memory. (TFLite Micro's default planner copies instead; its arena
+    can only be larger.)
+
+In-place mode (optional, off by default, labelled in every output)
+    An op that can write its output over an input that dies at that op shares
+    that input's buffer. Ops: elementwise unary and binary ops (what TFLite's
+    ADD / SUB / MUL / DIV kernels allow with ``kTfLiteInplaceOpInput0Shared``,
+    and what Arm Vela does for elementwise NPU ops), and depthwise
+    convolutions (channel-by-channel in-place depthwise, MCUNet's TinyEngine,
+    Lin et al. 2020, whose one-channel scratch buffer is not counted here).
+    Conditions: the output is not larger than the input's buffer, the input's
+    shape has as many elements as the output (no broadcast input), the input
+    is not a graph input, the output not a graph output, and no later step
+    reads the input. This lowers the lower bound itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from infercast.ir.graph import Graph, Node, Tensor
+
+ALIAS_OPS = frozenset(
+    {"reshape", "squeeze", "unsqueeze", "expand_dims", "flatten", "identity", "bitcast"}
+)
+"""Ops whose output is the input's bytes re-labelled (shared buffer, no copy)."""
+
+CONTROL_FLOW_OPS = frozenset({"while", "if", "call_once", "call", "loop", "scan"})
+
+
+def _in_place_ops() -> frozenset[str]:
+    from infercast.ops.elementwise import BINARY, UNARY
+
+    return frozenset({*UNARY, *BINARY, "depthwise_conv"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One position in the flattened execution order."""
+
+    index: int
+    graph: str
+    node_index: int
+    """Index of the node in its graph; -1 for a subgraph entry step."""
+    node_name: str
+    op: str
+    depth: int
+    """0 for the main graph, 1 for a subgraph it calls, …"""
+
+
+@dataclass(frozen=True)
+class TensorLifetime:
+    """A tensor of the arena: its size, first and last step, and its buffer."""
+
+    key: str
+    """Unique name: the tensor name, prefixed ``subgraph/`` for TFLite subgraphs."""
+    graph: str
+    tensor: str
+    nbytes: int
+    first: int
+    last: int
+    kind: str
+    """``input`` | ``output`` | ``input_output`` (of the main graph) | ``activation``."""
+    buffer: str
+    """Key of the tensor whose buffer this one lives in (itself when it owns one)."""
+    shares: str = ""
+    """``alias`` (alias-only op) or ``in_place`` when it lives in another tensor's buffer."""
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A region the arena must hold: one tensor, or several that share it."""
+
+    key: str
+    nbytes: int
+    first: int
+    last: int
+    tensors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OutsideTensor:
+    """A non-constant tensor not planned in the arena (persistent or unsized)."""
+
+    key: str
+    graph: str
+    tensor: str
+    nbytes: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    steps: tuple[Step, ...]
+    tensors: tuple[TensorLifetime, ...]
+    buffers: tuple[Buffer, ...]
+    persistent: tuple[OutsideTensor, ...]
+    unsized: tuple[OutsideTensor, ...]
+    node_spans: Mapping[tuple[str, int], tuple[int, int]]
+    """(graph name, node index) -> (first step, last step) the node occupies;
+    a node that calls subgraphs spans their steps; a node of a subgraph called
+    several times spans from its first to its last execution."""
+    in_place: bool
+    notes: tuple[str, ...]
+
+    def tensor(self, key: str) -> TensorLifetime:
+        for t in self.tensors:
+            if t.key == key:
+                return t
+        raise KeyError(key)
+
+
+class _Builder:
+    def __init__(self, root: Graph) -> None:
+        self.root = root
+        self.steps: list[Step] = []
+        self.first: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.where: dict[str, tuple[Graph, str]] = {}
+        self.persistent: dict[str, OutsideTensor] = {}
+        self.unsized: dict[str, OutsideTensor] = {}
+        self.spans: dict[tuple[str, int], tuple[int, int]] = {}
+        self.runs: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.notes: list[str] = []
+
+    def key(self, g: Graph, name: str) -> str:
+        # ONNX names are unique across the model (bodies read outer values by name);
+        # TFLite subgraphs number their tensors independently.
+        if g is self.root or self.root.format == "onnx":
+            return name
+        return f"{g.name}/{name}"
+
+    def arena_key(self, g: Graph, name: str) -> str | None:
+        """The tensor's key if it belongs in the arena, else None (recording why)."""
+        if not name:
+            return None
+        t = g.tensors.get(name)
+        if t is None or t.is_constant:
+            return None
+        k = self.key(g, name)
+        if t.is_variable:
+            if k not in self.persistent:
+                self.persistent[k] = OutsideTensor(
+                    k, g.name, name, t.nbytes, "variable tensor: persistent across invocations"
+                )
+            return None
+        n = t.nbytes
+        if n is None:
+            if k not in self.unsized:
+                self.unsized[k] = OutsideTensor(
+                    k, g.name, name, None, f"shape {t.shape_str()} is not known statically"
+                )
+            return None
+        if n == 0:
+            return None
+        self.where.setdefault(k, (g, name))
+        return k
+
+    def touch(self, g: Graph, name: str, step: int) -> str | None:
+        k = self.arena_key(g, name)
+        if k is None:
+            return None
+        f = self.first.get(k)
+        if f is None or step < f:
+            self.first[k] = step
+        if step > self.last.get(k, -1):
+            self.last[k] = step
+        return k
+
+    def new_step(self, g: Graph, node: Node | None, depth: int) -> int:
+        i = len(self.steps)
+        if node is None:
+            self.steps.append(Step(i, g.name, -1, f"enter {g.name}", "subgraph_entry", depth))
+        else:
+            self.steps.append(Step(i, g.name, node.index, node.name, node.op, depth))
+        return i
+
+    def sub(self, g: Graph, name: str) -> Graph | None:
+        return g.subgraphs.get(name) or self.root.subgraphs.get(name)
+
+    def run(self, g: Graph, depth: int) -> tuple[int, set[str]]:
+        """Append the steps of one execution of ``g``; return its last step and the
+        keys of enclosing-scope tensors it reads (ONNX bodies)."""
+        self.runs[g.name] = self.runs.get(g.name, 0) + 1
+        local: set[str] = set()
+        outer: set[str] = set()
+        if g is self.root:
+            start = 0
+            if not g.nodes:
+                self.new_step(g, None, depth)
+        else:
+            start = self.new_step(g, None, depth)
+        for name in g.inputs:
+            k = self.touch(g, name, start)
+            if k:
+                local.add(k)
+        for node in g.nodes:
+            s = self.new_step(g, node, depth)
+            outs = [self.touch(g, o, s) for o in node.outputs]
+            local.update(k for k in outs if k)
+            e = s
+            called_outer: set[str] = set()
+            for sub_name in node.subgraphs:
+                sub = self.sub(g, sub_name)
+                if sub is None:
+                    self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")
+                    continue
+                if sub.name in self.stack:
+                    self.notes.append(f"{node.name}: recursive call of '{sub.name}' not followed")
+                    continue
+                self.stack.append(sub.name)
+                e, reads = self.run(sub, depth + 1)
+                self.stack.pop()
+                called_outer |= reads
+            for i in node.inputs:
+                k = self.touch(g, i, e)
+                if k and k not in local:
+                    outer.add(k)
+            for o in node.outputs:
+                self.touch(g, o, e)
+            for k in called_outer:
+                if k in self.first:
+                    self.last[k] = max(self.last[k], e)
+                    if k not in local:
+                        outer.add(k)
+            prev = self.spans.get((g.name, node.index))
+            self.spans[(g.name, node.index)] = (prev[0], e) if prev else (s, e)
+        end = len(self.steps) - 1
+        for name in g.outputs:
+            self.touch(g, name, end)
+        return end, outer
+
+
+def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
+    """Lifetimes and buffers of every arena tensor of ``graph`` (see module docstring)."""
+    b = _Builder(graph)
+    b.stack.append(graph.name)
+    b.run(graph, 0)
+    uncalled = [n for n in graph.subgraphs if n not in b.runs]
+    if uncalled:
+        b.notes.append(
+            f"{len(uncalled)} subgraph(s) not called from the main graph are not planned: "
+            + ", ".join(uncalled[:5])
+        )
+
+    # Union of tensors into buffers, in step order.
+    parent: dict[str, str] = {k: k for k in b.first}
+    size: dict[str, int] = {}
+    bfirst: dict[str, int] = {}
+    blast: dict[str, int] = {}
+    shares: dict[str, str] = {}
+    for k, (g, name) in b.where.items():
+        if k in b.first:
+            n = g.tensors[name].nbytes
+            assert n is not None
+            size[k] = n
+            bfirst[k] = b.first[k]
+            blast[k] = b.last[k]
+
+    def find(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def merge(into: str, k: str, how: str) -> None:
+        r = find(into)
+        parent[k] = r
+        size[r] = max(size[r], size[k])
+        bfirst[r] = min(bfirst[r], bfirst[k])
+        blast[r] = max(blast[r], blast[k])
+        shares[k] = how
+
+    ip_ops = _in_place_ops() if in_place else frozenset()
+    for step in b.steps:
+        if step.node_index < 0:
+            continue
+        g = graph if step.graph == graph.name else _find_graph(graph, step.graph)
+        if g is None:
+            continue
+        node = g.nodes[step.node_index]
+        if node.attrs.get("folded") or not node.outputs or not node.outputs[0]:
+            continue
+        if node.op not in ALIAS_OPS and node.op not in ip_ops:
+            continue
+        span = b.spans.get((g.name, node.index))
+        if span is None or span[0] != step.index:
+            continue  # decide once per node, at its first step
+        out = b.key(g, node.outputs[0])
+        if out not in parent or out in shares or find(out) != out:
+            continue
+        if node.outputs[0] in g.outputs:
+            continue
+        if node.op in ALIAS_OPS:
+            cands = [0]
+        elif node.op == "depthwise_conv":
+            cands = [int(node.attrs.get("data_input", 0))]
+        else:
+            cands = list(range(len(node.inputs)))
+        out_t = g.tensors[node.outputs[0]]
+        for ci in cands:
+            if ci >= len(node.inputs) or not node.inputs[ci]:
+                continue
+            in_name = node.inputs[ci]
+            ik = b.key(g, in_name)
+            if ik not in parent or in_name in g.inputs:
+                continue
+            r = find(ik)
+            if r == out:
+                continue
+            in_t = g.tensors[in_name]
+            if node.op in ALIAS_OPS:
+                if in_t.nbytes != out_t.nbytes:
+                    continue
+                merge(ik, out, "alias")
+                break
+            # In-place: the input buffer dies here, is big enough, same element count;
+            # only for nodes that run once (a subgraph run twice reuses its buffers).
+            if b.runs.get(g.name, 0) != 1 or span[0] != span[1]:
+                continue
+            if blast[r] != step.index or size[out] > size[r]:
+                continue
+            if in_t.elements != out_t.elements:
+                continue
+            merge(ik, out, "in_place")
+            break
+
+    main_in = set(graph.inputs)
+    main_out = set(graph.outputs)
+    tensors: list[TensorLifetime] = []
+    members: dict[str, list[str]] = {}
+    for k in sorted(b.first, key=lambda x: (b.first[x], b.last[x], x)):
+        g, name = b.where[k]
+        t = g.tensors[name]
+        if g is graph and name in main_in:
+            kind = "input_output" if name in main_out else "input"
+        elif g is graph and name in main_out:
+            kind = "output"
+        else:
+            kind = "activation"
+        r = find(k)
+        members.setdefault(r, []).append(k)
+        tensors.append(
+            TensorLifetime(
+                key=k, graph=g.name, tensor=name, nbytes=size_of(t), first=b.first[k],
+                last=b.last[k], kind=kind, buffer=r, shares=shares.get(k, ""),
+                shape=tuple(int(d or 0) for d in (t.shape or ())), dtype=t.dtype.value,
+            )
+        )
+    buffers = tuple(
+        Buffer(r, size[r], bfirst[r], blast[r], tuple(ms)) for r, ms in members.items()
+    )
+    notes = list(b.notes)
+    if b.unsized:
+        notes.append(
+            f"{len(b.unsized)} tensor(s) have no static size and are not planned "
+            "(fix input shapes with --input-shape)"
+        )
+    return Lifetimes(
+        steps=tuple(b.steps),
+        tensors=tuple(tensors),
+        buffers=buffers,
+        persistent=tuple(b.persistent.values()),
+        unsized=tuple(b.unsized.values()),
+        node_spans=dict(b.spans),
+        in_place=in_place,
+        notes=tuple(notes),
+    )
+
+
+def size_of(t: Tensor) -> int:
+    n = t.nbytes
+    return 0 if n is None else n
+
+
+def _find_graph(root: Graph, name: str) -> Graph | None:
+    for n, g in root.all_graphs():
+        if n == name:
+            return g
+    return None
+
+
+def live_bytes_per_step(n_steps: int, buffers: Iterable[Buffer], alignment: int = 1) -> list[int]:
+    """Sum of buffer sizes (rounded up to ``alignment``) alive at each step."""
+    diff = [0] * (n_steps + 1)
+    for buf in buffers:
+        n = -(-buf.nbytes // alignment) * alignment
+        diff[buf.first] += n
+        diff[buf.last + 1] -= n
+    out = []
+    acc = 0
+    for i in range(n_steps):
+        acc += diff[i]
+        out.append(acc)
+    return out
