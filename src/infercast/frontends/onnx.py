@@ -258,36 +258,44 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
             symbolic.append((vi.name, shape))
     if symbolic:
         shown = ", ".join(f"{n} [{_shape_str(s)}]" for n, s in symbolic)
-        example = symbolic[0]
-        ex_shape = "x".join("1" if d is None else str(d) for d in (example[1] or (1, 3, 224, 224)))
+        options = " ".join(
+            f"--input-shape {n}=" + "x".join("1" if d is None else str(d) for d in (s or (1,)))
+            for n, s in symbolic
+        )
         raise SymbolicShapeError(
             f"{path}: input(s) with symbolic or unknown dimensions: {shown}",
-            f"fix them with --input-shape {example[0]}={ex_shape}",
+            f"fix them, e.g. {options}",
         )
 
     notes: list[str] = []
     has_external = any(t.data_location == 1 for t in g.initializer)
-    inferred = model
-    try:
-        if has_external and os.path.exists(path) and not input_shapes:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "inferred.onnx")
-                onnx.shape_inference.infer_shapes_path(path, out, False, False, True)
-                inferred = onnx.load(out, load_external_data=False)
-        else:
-            inferred = onnx.shape_inference.infer_shapes(
-                model, check_type=False, strict_mode=False, data_prop=True
-            )
-    except Exception as exc:
-        notes.append(f"ONNX shape inference failed ({type(exc).__name__}); op rules used instead")
-        inferred = model
+    use_path = has_external and os.path.exists(path) and not input_shapes
+    inferred = _infer(model, path if use_path else None, notes)
+    shapes = _collect_shapes(inferred.graph, {})
+    if _unknown_outputs(model.graph, shapes):
+        # ONNX's data propagation stops at some constant computations: fold the
+        # small ones with its reference evaluator and infer again (onnx_fold.py).
+        from infercast.frontends.onnx_fold import fold_for_inference
+
+        work, n_folded = fold_for_inference(model)
+        if n_folded:
+            again = _collect_shapes(_infer(work, None, notes).graph, {})
+            before = _unknown_outputs(model.graph, shapes)
+            after = _unknown_outputs(model.graph, again)
+            if after < before:
+                shapes = again
+                notes.append(
+                    f"{n_folded} small constant computations evaluated (onnx.reference) so "
+                    f"that shape inference could see through them ({before - after} more "
+                    "shapes known)"
+                )
     opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
     meta = {
         "ir_version": str(model.ir_version),
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
     }
-    graph = _graph(path, inferred.graph, {}, notes)
+    graph = _graph(path, model.graph, {}, notes, shapes)
     return Graph(
         name=graph.name,
         format="onnx",
@@ -303,13 +311,74 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     )
 
 
-def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> Graph:
+def _infer(model: Any, path: str | None, notes: list[str]) -> Any:
+    """ONNX shape inference with data propagation; on a file path for models with
+    external data (no 2 GB protobuf limit there). Returns the model unchanged if it fails."""
+    onnx = _onnx()
+    try:
+        if path is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "inferred.onnx")
+                onnx.shape_inference.infer_shapes_path(path, out, False, False, True)
+                return onnx.load(out, load_external_data=False)
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
+    except Exception as exc:
+        notes.append(f"ONNX shape inference failed ({type(exc).__name__}); op rules used instead")
+        return model
+
+
+def _collect_shapes(
+    g: Any, acc: dict[str, tuple[DType, Shape | None]]
+) -> dict[str, tuple[DType, Shape | None]]:
+    """Name -> (dtype, shape) of every typed value in ``g`` and its subgraphs."""
+    for vi in [*g.input, *g.value_info, *g.output]:
+        acc[vi.name] = _type_shape(vi.type)
+    for node in g.node:
+        for a in node.attribute:
+            if a.HasField("g"):
+                _collect_shapes(a.g, acc)
+            for sub in a.graphs:
+                _collect_shapes(sub, acc)
+    return acc
+
+
+def _unknown_outputs(g: Any, shapes: Mapping[str, tuple[DType, Shape | None]]) -> int:
+    """How many node outputs (subgraphs included) have no fully known shape."""
+    n = 0
+    for node in g.node:
+        for out in node.output:
+            if out:
+                shape = shapes.get(out, (DType.UNKNOWN, None))[1]
+                if shape is None or any(d is None for d in shape):
+                    n += 1
+        for a in node.attribute:
+            if a.HasField("g"):
+                n += _unknown_outputs(a.g, shapes)
+            for sub in a.graphs:
+                n += _unknown_outputs(sub, shapes)
+    return n
+
+
+def _graph(
+    path: str,
+    g: Any,
+    outer: Mapping[str, Tensor],
+    notes: list[str],
+    shapes: Mapping[str, tuple[DType, Shape | None]],
+) -> Graph:
     onnx = _onnx()
     tensors: dict[str, Tensor] = {}
-    # Values visible from an enclosing graph (control-flow bodies read them).
-    known_shapes: dict[str, tuple[DType, Shape | None]] = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        known_shapes[vi.name] = _type_shape(vi.type)
+    # Inferred types (whole model) first, then what this graph declares itself.
+    declared = {vi.name: _type_shape(vi.type) for vi in [*g.input, *g.value_info, *g.output]}
+
+    def typed(name: str) -> tuple[DType, Shape | None]:
+        found = shapes.get(name)
+        if found is not None and found[1] is not None:
+            return found
+        return declared.get(name) or found or (DType.UNKNOWN, None)
+
     for t in g.initializer:
         dtype = _dtype(t.data_type)
         shape = tuple(t.dims)
@@ -337,7 +406,7 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
     init_names = set(tensors)
     inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
     for name in inputs:
-        in_dtype, in_shape = known_shapes[name]
+        in_dtype, in_shape = typed(name)
         tensors[name] = Tensor(name=name, dtype=in_dtype, shape=in_shape, layout=_layout(in_shape))
 
     def ensure(name: str) -> None:
@@ -369,7 +438,7 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
             attrs[f"{key}_subgraph"] = sub_name
             visible = dict(outer)
             visible.update(tensors)
-            subgraphs[sub_name] = _graph(path, body, visible, notes)
+            subgraphs[sub_name] = _graph(path, body, visible, notes, shapes)
             called.append(sub_name)
         in_tensors = [tensors[x] if x else None for x in n.input]
         const_ins = [t for t in in_tensors if t is not None]
@@ -391,7 +460,7 @@ def _graph(path: str, g: Any, outer: Mapping[str, Tensor], notes: list[str]) -> 
         for out_name in n.output:
             if not out_name:
                 continue
-            o_dtype, o_shape = known_shapes.get(out_name, (DType.UNKNOWN, None))
+            o_dtype, o_shape = typed(out_name)
             tensors[out_name] = _output_tensor(
                 out_name, o_dtype, o_shape, op, attrs, const_ins, folded
             )
