@@ -158,6 +158,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -348,16 +349,19 @@ def flat_name(member: str, taken: set[str]) -> str:
     return name
 
 
-def extract_flat(wheel: Path, suffixes: tuple[str, ...], gdir: Path) -> dict[str, str]:
-    """Extract members ending in ``suffixes`` into ``gdir`` without their paths."""
+def extract_flat(
+    wheel: Path, suffixes: tuple[str, ...], gdir: Path, group: str, prefix: str = ""
+) -> dict[str, str]:
+    """Extract members under ``prefix`` ending in ``suffixes`` into ``gdir``, without paths."""
     mapping: dict[str, str] = {}
     taken: set[str] = set()
     with zipfile.ZipFile(wheel) as zf:
         for member in sorted(zf.namelist()):
-            if member.endswith(suffixes):
+            if member.startswith(prefix) and member.endswith(suffixes):
                 name = flat_name(member, taken)
                 (gdir / name).write_bytes(zf.read(member))
                 mapping[member] = name
+                _progress(f"{group}/{name}", (gdir / name).stat().st_size, 0.0, "extracted")
     return mapping
 
 
@@ -365,8 +369,8 @@ def build_mediapipe(gdir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
         wheel = download_wheel(MEDIAPIPE_REQ, Path(tmp), platform_wheel=True)
-        _progress(f"mediapipe/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
-        mapping = extract_flat(wheel, (".tflite",), gdir)
+        _progress(wheel.name, wheel.stat().st_size, time.monotonic() - t0, "fetched")
+        mapping = extract_flat(wheel, (".tflite",), gdir, "mediapipe")
         wheel_info = wheel_entry(wheel, MEDIAPIPE_REQ)
     files = {}
     for source, name in mapping.items():
@@ -389,7 +393,7 @@ def build_onnx_node(gdir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
         wheel = download_wheel(ONNX_NODE_REQ, Path(tmp), platform_wheel=True)
-        _progress(f"onnx_node/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
+        _progress(wheel.name, wheel.stat().st_size, time.monotonic() - t0, "fetched")
         test_dirs: set[str] = set()
         n_files = 0
         with zipfile.ZipFile(wheel) as zf:
@@ -405,6 +409,7 @@ def build_onnx_node(gdir: Path) -> dict[str, Any]:
                 test_dirs.add(rel.split("/", 1)[0])
                 n_files += 1
         wheel_info = wheel_entry(wheel, ONNX_NODE_REQ)
+    _progress(f"onnx_node/ ({len(test_dirs)} test dirs, {n_files} files)", None, 0.0, "extracted")
     return {
         "wheel": wheel_info,
         "source_prefix": prefix,
@@ -424,14 +429,13 @@ def build_onnx_light(gdir: Path) -> dict[str, Any]:
         for src in sorted(light.iterdir()):
             if src.suffix in (".onnx", ".pb"):
                 shutil.copyfile(src, gdir / src.name)
+                _progress(f"onnx_light/{src.name}", src.stat().st_size, 0.0, "copied")
         source = {"installed_onnx": _version("onnx"), "path": str(light)}
     else:
         with tempfile.TemporaryDirectory() as tmp:
             wheel = download_wheel(ONNX_LIGHT_FALLBACK_REQ, Path(tmp), platform_wheel=True)
-            mapping = extract_flat(wheel, (".onnx", ".pb"), gdir)
-            mapping = {k: v for k, v in mapping.items() if "/backend/test/data/light/" in k}
-            for stray in set(p.name for p in gdir.iterdir()) - set(mapping.values()):
-                (gdir / stray).unlink()
+            light_prefix = "onnx/backend/test/data/light/"
+            extract_flat(wheel, (".onnx", ".pb"), gdir, "onnx_light", prefix=light_prefix)
             source = {"wheel": wheel_entry(wheel, ONNX_LIGHT_FALLBACK_REQ)}
     models: dict[str, Any] = {}
     for model in sorted(gdir.glob("*.onnx")):
@@ -449,8 +453,8 @@ def build_silero(gdir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
         wheel = download_wheel(SILERO_REQ, Path(tmp), platform_wheel=False)
-        _progress(f"silero/{wheel.name}", wheel.stat().st_size, time.monotonic() - t0)
-        mapping = extract_flat(wheel, (".onnx", ".tflite"), gdir)
+        _progress(wheel.name, wheel.stat().st_size, time.monotonic() - t0, "fetched")
+        mapping = extract_flat(wheel, (".onnx", ".tflite"), gdir, "silero")
         wheel_info = wheel_entry(wheel, SILERO_REQ)
     files = {}
     for source, name in mapping.items():
@@ -466,9 +470,10 @@ def build_silero(gdir: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 # TensorFlow groups: the parent side (spawns workers, writes the manifest)
 # --------------------------------------------------------------------------- #
-def _progress(label: str, size: int | None, seconds: float) -> None:
+def _progress(label: str, size: int | None, seconds: float, verb: str = "built") -> None:
+    """One progress line per file: what, size, seconds."""
     size_txt = f"{size / 1e6:8.2f} MB" if size is not None else " " * 11
-    print(f"  built {label:<44} {size_txt} {seconds:7.1f} s", flush=True)
+    print(f"  {verb:<9} {label:<50} {size_txt} {seconds:7.1f} s", flush=True)
 
 
 def _jobs() -> int:
@@ -516,7 +521,7 @@ def run_worker(job: str, dest: Path, log: Path) -> dict[str, Any]:
 
 
 def build_keras(gdir: Path) -> dict[str, Any]:
-    logs = gdir.parent / "_logs"
+    logs = gdir.parent / "_logs"  # gdir is the staging dir, a sibling of the group
     with ThreadPoolExecutor(max_workers=_jobs()) as pool:
         futures = {
             name: pool.submit(run_worker, f"keras:{name}", gdir, logs / f"keras_{name}.log")
@@ -605,12 +610,15 @@ def ensure(group: str, out: Path | None = None, *, force: bool = False) -> Path:
     with file_lock(vdir / f".{group}.lock"):
         if not force and (gdir / MANIFEST).exists():  # built by another process meanwhile
             return gdir
-        if gdir.exists():  # half-built or forced: start clean
-            shutil.rmtree(gdir)
-        gdir.mkdir(parents=True)
+        # Build next to the group, then swap it in: readers of a previous build
+        # never see a half-written group, and a crash leaves only ".building".
+        staging = vdir / f".{group}.building"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir(parents=True)
         print(f"[{group}] building into {gdir}", flush=True)
         t0 = time.monotonic()
-        body = BUILDERS[group](gdir)
+        body = BUILDERS[group](staging)
         seconds = round(time.monotonic() - t0, 1)
         manifest = {
             "group": group,
@@ -621,7 +629,16 @@ def ensure(group: str, out: Path | None = None, *, force: bool = False) -> Path:
             **body,
         }
         manifest.setdefault("skipped", {})
-        write_json_atomic(gdir / MANIFEST, manifest)
+        write_json_atomic(staging / MANIFEST, manifest)  # last file of the group
+        if gdir.exists():  # half-built, or an old build being replaced (--force)
+            old = vdir / f".{group}.old"
+            if old.exists():
+                shutil.rmtree(old)
+            gdir.rename(old)
+            staging.rename(gdir)
+            shutil.rmtree(old)
+        else:
+            staging.rename(gdir)
         print(f"[{group}] done in {seconds:.1f} s", flush=True)
     return gdir
 
@@ -667,7 +684,7 @@ class _Worker:
     def report(self, label: str, path: Path | None, seconds: float) -> None:
         size = path.stat().st_size if path is not None and path.exists() else None
         size_txt = f"{size / 1e6:8.2f} MB" if size is not None else " " * 11
-        self.progress.write(f"  built {label:<44} {size_txt} {seconds:7.1f} s\n")
+        self.progress.write(f"  {'built':<9} {label:<50} {size_txt} {seconds:7.1f} s\n")
 
 
 def _tf_versions() -> dict[str, str | None]:
@@ -726,26 +743,80 @@ def _tflite_variant(converter: Any, variant: str, input_shape: tuple[int, ...]) 
     return converter
 
 
+_AUTO_NAME = re.compile(r"__\d+$")  # tf2onnx's unique-name suffix (tf2onnx.utils.make_name)
+ONNX_DETERMINISM_NOTE = (
+    "tf2onnx optimizer 'merge_duplication' disabled (it keeps an arbitrary one of equal "
+    "constants); constants auto-named '<name>__<n>' renamed 'const__<k>' in first-use order "
+    "and initializers sorted by first use, so that rebuilds are byte-identical"
+)
+
+
+def canonicalize_onnx(model: Any) -> Any:
+    """Make tf2onnx output byte-stable: auto-numbered constant names depend on the
+    order in which its passes visit nodes, which varies from run to run."""
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    first_use: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name in inits:
+                first_use.setdefault(name, len(first_use))
+    order = sorted(inits, key=lambda name: (first_use.get(name, len(first_use)), name))
+    rename: dict[str, str] = {}
+    for name in order:
+        if _AUTO_NAME.search(name):
+            rename[name] = f"const__{len(rename)}"
+    if set(rename.values()) & (set(inits) - set(rename)):
+        return model  # would clash with a real name: leave the model as it is
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in rename:
+                node.input[i] = rename[name]
+    for out in graph.output:
+        out.name = rename.get(out.name, out.name)
+    tensors = [inits[name] for name in order]
+    for tensor in tensors:
+        tensor.name = rename.get(tensor.name, tensor.name)
+    del graph.initializer[:]
+    graph.initializer.extend(tensors)
+    return model
+
+
 def _onnx_from_keras(
     w: _Worker, model: Any, input_shape: tuple[int, ...], path: Path, label: str
 ) -> dict[str, Any]:
     import tensorflow as tf
     import tf2onnx
+    import tf2onnx.optimizer
 
     spec = [tf.TensorSpec(input_shape, tf.float32, name="input")]
+    optimizers = {
+        name: opt
+        for name, opt in tf2onnx.optimizer._get_optimizers().items()
+        if name != "merge_duplication"
+    }
     t0 = time.monotonic()
     method = "tf2onnx.convert.from_keras"
     try:
-        proto, _ = tf2onnx.convert.from_keras(model, input_signature=spec, opset=ONNX_OPSET)
+        proto, _ = tf2onnx.convert.from_keras(
+            model, input_signature=spec, opset=ONNX_OPSET, optimizers=optimizers
+        )
     except Exception:  # Keras 3 models have broken from_keras in some tf2onnx releases
         traceback.print_exc()
         method = "tf2onnx.convert.from_function"
         fn = tf.function(lambda x: model(x, training=False), input_signature=spec)
-        proto, _ = tf2onnx.convert.from_function(fn, input_signature=spec, opset=ONNX_OPSET)
-    path.write_bytes(proto.SerializeToString())
+        proto, _ = tf2onnx.convert.from_function(
+            fn, input_signature=spec, opset=ONNX_OPSET, optimizers=optimizers
+        )
+    path.write_bytes(canonicalize_onnx(proto).SerializeToString())
     seconds = time.monotonic() - t0
     w.report(label, path, seconds)
-    return {"converter": method, "opset": ONNX_OPSET, "build_seconds": round(seconds, 1)}
+    return {
+        "converter": method,
+        "opset": ONNX_OPSET,
+        "postprocess": ONNX_DETERMINISM_NOTE,
+        "build_seconds": round(seconds, 1),
+    }
 
 
 def _keras_application(name: str) -> Any:
@@ -1127,13 +1198,34 @@ def worker_edge(w: _Worker, dest: Path) -> dict[str, Any]:
 EXAMPLE_KERNEL_VALUE = 0.01
 
 
-def worker_example(w: _Worker, dest: Path) -> dict[str, Any]:
-    """MobileNetV2 1.0/224/1000, batch 1, full int8, every weight a constant.
+def _shared_buffers(path: Path) -> int:
+    """How many non-empty buffers of a .tflite are used by more than one tensor."""
+    from ai_edge_litert import schema_py_generated as schema
 
-    Kernels (conv, depthwise, dense) are all 0.01 and biases 0; BatchNorm is the
+    model = schema.Model.GetRootAs(path.read_bytes(), 0)
+    users: Counter[int] = Counter()
+    for g in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(g)
+        for t in range(sg.TensorsLength()):
+            buf = sg.Tensors(t).Buffer()
+            if buf and model.Buffers(buf).DataLength() > 0:
+                users[buf] += 1
+    return sum(1 for n in users.values() if n > 1)
+
+
+def worker_example(w: _Worker, dest: Path) -> dict[str, Any]:
+    """MobileNetV2 1.0/224/1000, batch 1, full int8, (almost) every weight a constant.
+
+    Kernels (conv, depthwise, dense) are 0.01 and biases 0; BatchNorm is the
     identity (gamma 1, beta 0, mean 0, variance 1). All-zero weights would make
-    every activation 0 and give calibration nothing to measure, so a small
-    nonzero constant is used. Identical bytes compress to almost nothing in git.
+    every activation 0 and give calibration nothing to measure, hence 0.01.
+
+    Pure constants make same-shaped layers identical, and the converter then
+    merges them (one weight tensor used by several ops, one buffer for several
+    tensors), so the file would no longer have MobileNetV2's tensors and sizes.
+    So each layer is marked: kernel number ``k`` holds 0.02 at flat index ``k``
+    and BatchNorm number ``b`` has beta 0.01 at channel ``b % channels``. Data
+    stays one repeated byte almost everywhere, so git and gzip shrink it ~200x.
     """
     import numpy as np
     import tensorflow as tf
@@ -1142,24 +1234,31 @@ def worker_example(w: _Worker, dest: Path) -> dict[str, Any]:
     t0 = time.monotonic()
     model = _keras_application("mobilenet_v2")
     bn_values = {"gamma": 1.0, "beta": 0.0, "moving_mean": 0.0, "moving_variance": 1.0}
+    n_kernels = n_betas = 0
     for var in model.weights:
         leaf = var.path.rsplit("/", 1)[-1]
-        if leaf in bn_values:
-            value = bn_values[leaf]
+        if leaf in ("kernel", "depthwise_kernel"):
+            value = np.full(var.shape, EXAMPLE_KERNEL_VALUE, dtype="float32")
+            value.flat[n_kernels] = 2 * EXAMPLE_KERNEL_VALUE
+            n_kernels += 1
+        elif leaf == "beta":
+            value = np.zeros(var.shape, dtype="float32")
+            value.flat[n_betas % value.size] = 0.01
+            n_betas += 1
+        elif leaf in bn_values:
+            value = np.full(var.shape, bn_values[leaf], dtype="float32")
         elif leaf == "bias":
-            value = 0.0
-        elif leaf in ("kernel", "depthwise_kernel"):
-            value = EXAMPLE_KERNEL_VALUE
+            value = np.zeros(var.shape, dtype="float32")
         else:
             raise RuntimeError(f"unexpected weight {var.path}")
-        var.assign(np.full(var.shape, value, dtype="float32"))
+        var.assign(value)
     conv = _tflite_variant(
         tf.lite.TFLiteConverter.from_keras_model(model), "int8", KERAS_INPUT_SHAPE
     )
-    path = dest / EXAMPLE_FILE
+    path = dest / f".{EXAMPLE_FILE}.tmp"  # renamed into place once checked
     info = _tflite_convert(w, conv, path, f"examples/{EXAMPLE_FILE}")
 
-    # Sanity check: the int8 model loads and runs, and the output is not constant 0.
+    # Sanity check: the model loads and runs with int8 input and output.
     interp = Interpreter(model_path=str(path))
     interp.allocate_tensors()
     inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
@@ -1169,6 +1268,10 @@ def worker_example(w: _Worker, dest: Path) -> dict[str, Any]:
     interp.set_tensor(inp["index"], x)
     interp.invoke()
     y = interp.get_tensor(out["index"])
+    shared = _shared_buffers(path)
+    if shared:
+        raise RuntimeError(f"example model has {shared} buffers shared by several tensors")
+    os.replace(path, dest / EXAMPLE_FILE)
     info.update(
         {
             "model": "mobilenet_v2",

@@ -81,19 +81,56 @@ def analyze(
     input_shape: InputShapeOpt = None,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    memory_plan: Annotated[
+        bool,
+        typer.Option(
+            "--memory-plan",
+            help="Output the activation arena plan (byte offset, size and lifetime of every "
+            "tensor) instead of the per-layer table; JSON or CSV with --format.",
+        ),
+    ] = False,
+    alignment: Annotated[
+        int,
+        typer.Option("--alignment", help="Arena alignment in bytes (TFLite Micro uses 16)."),
+    ] = 16,
+    in_place: Annotated[
+        bool,
+        typer.Option(
+            "--in-place",
+            help="Let elementwise and depthwise ops write over an input that dies there "
+            "(lowers the peak; TFLite Micro's default planner does not).",
+        ),
+    ] = False,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
     from infercast.analysis.cost import analyze as run
+    from infercast.analysis.memory import plan_graph
     from infercast.frontends import parse_input_shapes
     from infercast.report import analysis as rep
 
+    if alignment < 1:
+        raise InfercastError(
+            f"--alignment must be a positive number of bytes, not {alignment}",
+            "use --alignment 16 (TFLite Micro) or 1 for none",
+        )
     result = run(model, parse_input_shapes(input_shape or []))
+    memory = plan_graph(result.graph, alignment=alignment, in_place=in_place)
+    if memory_plan:
+        from infercast.analysis import memory_export as mx
+
+        if fmt is Format.json:
+            _emit(json.dumps(mx.plan_dict(memory), indent=1), output)
+        elif fmt is Format.csv:
+            _emit(mx.plan_csv(memory), output)
+        else:
+            _render_rich(mx.render_plan(memory), output)
+        return
     if fmt is Format.json:
-        _emit(json.dumps(rep.to_dict(result), indent=1), output)
+        _emit(json.dumps(rep.to_dict(result, memory), indent=1), output)
     elif fmt is Format.csv:
-        _emit(rep.to_csv(result), output)
+        _emit(rep.to_csv(result, memory), output)
     else:
-        _render_rich(rep.render_table(result), output)
+        _render_rich(rep.render_table(result, memory=memory), output)
 
 
 def main(argv: list[str] | None = None) -> int:

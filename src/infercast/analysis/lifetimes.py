@@ -82,6 +82,8 @@ class Step:
 
     index: int
     graph: str
+    scope: str
+    """Unique id of the graph: its name for the main graph, the call name for a subgraph."""
     node_index: int
     """Index of the node in its graph; -1 for a subgraph entry step."""
     node_name: str
@@ -164,8 +166,10 @@ class _Builder:
         self.persistent: dict[str, OutsideTensor] = {}
         self.unsized: dict[str, OutsideTensor] = {}
         self.spans: dict[tuple[str, int], tuple[int, int]] = {}
+        self.scope_spans: dict[tuple[str, int], tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
-        self.stack: list[str] = []
+        self.graphs: dict[str, Graph] = {}
+        self.stack: list[int] = []
         self.notes: list[str] = []
 
     def key(self, g: Graph, name: str) -> str:
@@ -212,35 +216,36 @@ class _Builder:
             self.last[k] = step
         return k
 
-    def new_step(self, g: Graph, node: Node | None, depth: int) -> int:
+    def new_step(self, g: Graph, scope: str, node: Node | None, depth: int) -> int:
         i = len(self.steps)
         if node is None:
-            self.steps.append(Step(i, g.name, -1, f"enter {g.name}", "subgraph_entry", depth))
+            self.steps.append(Step(i, g.name, scope, -1, f"enter {scope}", "subgraph_entry", depth))
         else:
-            self.steps.append(Step(i, g.name, node.index, node.name, node.op, depth))
+            self.steps.append(Step(i, g.name, scope, node.index, node.name, node.op, depth))
         return i
 
     def sub(self, g: Graph, name: str) -> Graph | None:
         return g.subgraphs.get(name) or self.root.subgraphs.get(name)
 
-    def run(self, g: Graph, depth: int) -> tuple[int, set[str]]:
+    def run(self, g: Graph, scope: str, depth: int) -> tuple[int, set[str]]:
         """Append the steps of one execution of ``g``; return its last step and the
         keys of enclosing-scope tensors it reads (ONNX bodies)."""
-        self.runs[g.name] = self.runs.get(g.name, 0) + 1
+        self.runs[scope] = self.runs.get(scope, 0) + 1
+        self.graphs[scope] = g
         local: set[str] = set()
         outer: set[str] = set()
         if g is self.root:
             start = 0
             if not g.nodes:
-                self.new_step(g, None, depth)
+                self.new_step(g, scope, None, depth)
         else:
-            start = self.new_step(g, None, depth)
+            start = self.new_step(g, scope, None, depth)
         for name in g.inputs:
             k = self.touch(g, name, start)
             if k:
                 local.add(k)
         for node in g.nodes:
-            s = self.new_step(g, node, depth)
+            s = self.new_step(g, scope, node, depth)
             outs = [self.touch(g, o, s) for o in node.outputs]
             local.update(k for k in outs if k)
             e = s
@@ -250,11 +255,11 @@ class _Builder:
                 if sub is None:
                     self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")
                     continue
-                if sub.name in self.stack:
-                    self.notes.append(f"{node.name}: recursive call of '{sub.name}' not followed")
+                if id(sub) in self.stack:
+                    self.notes.append(f"{node.name}: recursive call of '{sub_name}' not followed")
                     continue
-                self.stack.append(sub.name)
-                e, reads = self.run(sub, depth + 1)
+                self.stack.append(id(sub))
+                e, reads = self.run(sub, sub_name, depth + 1)
                 self.stack.pop()
                 called_outer |= reads
             for i in node.inputs:
@@ -268,8 +273,9 @@ class _Builder:
                     self.last[k] = max(self.last[k], e)
                     if k not in local:
                         outer.add(k)
-            prev = self.spans.get((g.name, node.index))
-            self.spans[(g.name, node.index)] = (prev[0], e) if prev else (s, e)
+            for spans, gk in ((self.spans, g.name), (self.scope_spans, scope)):
+                prev = spans.get((gk, node.index))
+                spans[(gk, node.index)] = (prev[0], e) if prev else (s, e)
         end = len(self.steps) - 1
         for name in g.outputs:
             self.touch(g, name, end)
@@ -279,9 +285,11 @@ class _Builder:
 def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
     """Lifetimes and buffers of every arena tensor of ``graph`` (see module docstring)."""
     b = _Builder(graph)
-    b.stack.append(graph.name)
-    b.run(graph, 0)
-    uncalled = [n for n in graph.subgraphs if n not in b.runs]
+    b.stack.append(id(graph))
+    b.run(graph, graph.name, 0)
+    _resource_variables(b)
+    called = {id(g) for g in b.graphs.values()}
+    uncalled = [n for n, g in graph.subgraphs.items() if id(g) not in called]
     if uncalled:
         b.notes.append(
             f"{len(uncalled)} subgraph(s) not called from the main graph are not planned: "
@@ -320,15 +328,13 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
     for step in b.steps:
         if step.node_index < 0:
             continue
-        g = graph if step.graph == graph.name else _find_graph(graph, step.graph)
-        if g is None:
-            continue
+        g = b.graphs[step.scope]
         node = g.nodes[step.node_index]
         if node.attrs.get("folded") or not node.outputs or not node.outputs[0]:
             continue
         if node.op not in ALIAS_OPS and node.op not in ip_ops:
             continue
-        span = b.spans.get((g.name, node.index))
+        span = b.scope_spans.get((step.scope, node.index))
         if span is None or span[0] != step.index:
             continue  # decide once per node, at its first step
         out = b.key(g, node.outputs[0])
@@ -361,11 +367,11 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
                 break
             # In-place: the input buffer dies here, is big enough, same element count;
             # only for nodes that run once (a subgraph run twice reuses its buffers).
-            if b.runs.get(g.name, 0) != 1 or span[0] != span[1]:
+            if b.runs.get(step.scope, 0) != 1 or span[0] != span[1]:
                 continue
             if blast[r] != step.index or size[out] > size[r]:
                 continue
-            if in_t.elements != out_t.elements:
+            if node.op != "depthwise_conv" and in_t.elements != out_t.elements:
                 continue
             merge(ik, out, "in_place")
             break
@@ -387,14 +393,20 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
         members.setdefault(r, []).append(k)
         tensors.append(
             TensorLifetime(
-                key=k, graph=g.name, tensor=name, nbytes=size_of(t), first=b.first[k],
-                last=b.last[k], kind=kind, buffer=r, shares=shares.get(k, ""),
-                shape=tuple(int(d or 0) for d in (t.shape or ())), dtype=t.dtype.value,
+                key=k,
+                graph=g.name,
+                tensor=name,
+                nbytes=size_of(t),
+                first=b.first[k],
+                last=b.last[k],
+                kind=kind,
+                buffer=r,
+                shares=shares.get(k, ""),
+                shape=tuple(int(d or 0) for d in (t.shape or ())),
+                dtype=t.dtype.value,
             )
         )
-    buffers = tuple(
-        Buffer(r, size[r], bfirst[r], blast[r], tuple(ms)) for r, ms in members.items()
-    )
+    buffers = tuple(Buffer(r, size[r], bfirst[r], blast[r], tuple(ms)) for r, ms in members.items())
     notes = list(b.notes)
     if b.unsized:
         notes.append(
@@ -413,16 +425,42 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
     )
 
 
+def _resource_variables(b: _Builder) -> None:
+    """Resource variables (TFLite VAR_HANDLE / ASSIGN_VARIABLE): the runtime keeps
+    their values outside the arena (TFLite Micro's ``MicroResourceVariables``, one
+    per shared name); sized by the largest value assigned to them."""
+    names: dict[tuple[int, str], str] = {}
+    for g in b.graphs.values():
+        for node in g.nodes:
+            if node.op == "var_handle" and node.outputs:
+                shared = (
+                    str(node.attrs.get("container", ""))
+                    + "/"
+                    + str(node.attrs.get("shared_name", node.outputs[0]))
+                )
+                names[(id(g), node.outputs[0])] = shared.lstrip("/")
+    sizes: dict[str, int | None] = {}
+    for g in b.graphs.values():
+        for node in g.nodes:
+            if node.op != "assign_variable" or len(node.inputs) < 2:
+                continue
+            var = names.get((id(g), node.inputs[0]))
+            value = g.tensors.get(node.inputs[1])
+            if var is None or value is None:
+                continue
+            n = value.nbytes
+            prev = sizes.get(var, 0)
+            sizes[var] = None if n is None or prev is None else max(prev, n)
+    for shared in sorted(set(names.values())):
+        k = f"resource:{shared}"
+        b.persistent[k] = OutsideTensor(
+            k, "", shared, sizes.get(shared), "resource variable: held by the runtime"
+        )
+
+
 def size_of(t: Tensor) -> int:
     n = t.nbytes
     return 0 if n is None else n
-
-
-def _find_graph(root: Graph, name: str) -> Graph | None:
-    for n, g in root.all_graphs():
-        if n == name:
-            return g
-    return None
 
 
 def live_bytes_per_step(n_steps: int, buffers: Iterable[Buffer], alignment: int = 1) -> list[int]:

@@ -245,7 +245,6 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
 
 
 def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
-    onnx = _onnx()
     g = model.graph
     init_names = {t.name for t in g.initializer}
     real_inputs = [vi for vi in g.input if vi.name not in init_names]

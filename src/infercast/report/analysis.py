@@ -13,6 +13,8 @@ from typing import Any
 
 from infercast import __version__
 from infercast.analysis.cost import Analysis, LayerCost
+from infercast.analysis.memory import MemoryAnalysis, plan_graph
+from infercast.analysis.memory_export import MEMORY_CONVENTIONS, peak_lines, summary_dict
 from infercast.ir.graph import Shape
 from infercast.report.units import human_bytes, human_count
 
@@ -28,6 +30,7 @@ CONVENTIONS = {
     "runtime_weight_bytes": "bytes after load-time decoding (fp16 -> fp32, sparse -> dense)",
     "activation_bytes": "bytes of non-constant inputs and outputs of a layer, by dtype",
     "arithmetic_intensity": "FLOPs per byte moved (activations in + out + weights as stored)",
+    **MEMORY_CONVENTIONS,
 }
 
 
@@ -58,8 +61,10 @@ def layer_dict(ly: LayerCost) -> dict[str, Any]:
     }
 
 
-def to_dict(a: Analysis) -> dict[str, Any]:
+def to_dict(a: Analysis, memory: MemoryAnalysis | None = None) -> dict[str, Any]:
+    """The JSON document; ``memory`` defaults to ``plan_graph(a.graph)`` (16-byte alignment)."""
     g = a.graph
+    mem = memory or plan_graph(g)
     t = a.totals
     ai = t.arithmetic_intensity
 
@@ -104,8 +109,14 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "unsupported_layers": t.unsupported_layers,
             "unknown_shape_layers": t.unknown_shape_layers,
             "complete": t.complete,
+            "peak_activation_bytes": mem.arena_bytes,
+            "activation_lower_bound_bytes": mem.lower_bound_bytes,
         },
-        "layers": [layer_dict(ly) for ly in a.layers],
+        "layers": [
+            {**layer_dict(ly), "live_bytes": mem.layer_live_bytes(ly.subgraph, ly.index)}
+            for ly in a.layers
+        ],
+        "memory": summary_dict(mem),
         "unsupported_ops": [
             {"op": u.op, "native_op": u.native_op, "count": u.count, "layers": list(u.layers)}
             for u in a.unsupported
@@ -132,10 +143,12 @@ CSV_COLUMNS = [
     "output_bytes",
     "arithmetic_intensity",
     "note",
+    "live_bytes",
 ]
 
 
-def to_csv(a: Analysis) -> str:
+def to_csv(a: Analysis, memory: MemoryAnalysis | None = None) -> str:
+    mem = memory or plan_graph(a.graph)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -146,6 +159,7 @@ def to_csv(a: Analysis) -> str:
             for s in ly.output_shapes
         )
         row["output_dtypes"] = ";".join(ly.output_dtypes)
+        row["live_bytes"] = mem.layer_live_bytes(ly.subgraph, ly.index)
         w.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
     return buf.getvalue()
 
@@ -157,8 +171,9 @@ def _shape_text(shapes: tuple[Shape | None, ...]) -> str:
     )
 
 
-def render_table(a: Analysis, max_name: int = 40) -> Any:
-    """A rich renderable: per-layer table, totals, unsupported ops and notes."""
+def render_table(a: Analysis, max_name: int = 40, memory: MemoryAnalysis | None = None) -> Any:
+    """A rich renderable: per-layer table, totals, the memory peak, unsupported ops, notes."""
+    mem = memory or plan_graph(a.graph)
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -178,6 +193,7 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
         ("weights", "right"),
         ("act in", "right"),
         ("act out", "right"),
+        ("live", "right"),
         ("FLOP/B", "right"),
     ]:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -190,6 +206,8 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
             ly.status, ""
         )
         ai = ly.arithmetic_intensity
+        live = mem.layer_live_bytes(ly.subgraph, ly.index)
+        at_peak = (ly.subgraph, ly.index) == (mem.peak.graph, mem.peak.node_index)
         table.add_row(
             str(ly.index),
             name,
@@ -201,8 +219,9 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
             human_bytes(ly.weight_bytes) if ly.weight_bytes else "",
             "?" if ly.input_bytes is None else human_bytes(ly.input_bytes),
             "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
+            "" if live is None else human_bytes(live) + (" ◀ peak" if at_peak else ""),
             "" if ai is None else f"{ai:.1f}",
-            style=style,
+            style="bold magenta" if at_peak else style,
         )
     ai = t.arithmetic_intensity
     table.add_section()
@@ -217,6 +236,7 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
         human_bytes(t.weight_bytes),
         human_bytes(t.input_bytes),
         human_bytes(t.output_bytes),
+        human_bytes(mem.arena_bytes),
         "" if ai is None else f"{ai:.1f}",
         style="bold",
     )
@@ -228,6 +248,7 @@ def render_table(a: Analysis, max_name: int = 40) -> Any:
             f"{t.runtime_weight_bytes:,} B at run time"
         ),
     ]
+    lines.extend(Text(line) for line in peak_lines(mem))
     if not t.complete:
         lines.append(Text("totals are INCOMPLETE: see below", style="bold yellow"))
     for u in a.unsupported:
