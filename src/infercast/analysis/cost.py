@@ -180,48 +180,47 @@ class _Walker:
         outs = graph.output_tensors(node)
         ins = graph.input_tensors(node)
         act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
-        base = LayerCost(
+        folded = bool(node.attrs.get("folded"))
+        weights = [] if folded else _weight_inputs(node, graph, handler)
+        if weights:
+            self.weights[(graph.name, node.index)] = weights
+        status: Status = "ok"
+        macs: int | None = None
+        flops: int | None = None
+        note = ""
+        if folded:
+            status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
+        elif handler is None and node.op not in CONTROL_FLOW:
+            status, note = "unsupported", f"no cost rule for {node.native_op}"
+        elif handler is not None:
+            try:
+                cost = handler.cost(OpContext(graph, node, ins, outs))
+                macs, flops, note = cost.macs, cost.flops, cost.note
+            except ShapeUnknownError as exc:
+                status, note = "unknown_shape", str(exc)
+            except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
+                status, note = "unknown_shape", f"cost rule failed on this node's shapes: {exc}"
+        layer = LayerCost(
             subgraph=graph.name,
             index=node.index,
             name=node.name,
             op=node.op,
             native_op=node.native_op,
-            status="ok",
+            status=status,
             output_shapes=tuple(t.shape for t in outs),
             output_dtypes=tuple(t.dtype.value for t in outs),
-            macs=None,
-            flops=None,
-            params=0,
-            weight_bytes=0,
-            runtime_weight_bytes=0,
-            input_bytes=_activation_bytes(act_in),
-            output_bytes=_activation_bytes(outs),
-        )
-        if node.attrs.get("folded"):
-            return replace(
-                base, status="folded", macs=0, flops=0, note="constant: computed once at load time"
-            )
-        weights = _weight_inputs(node, graph, handler)
-        self.weights[(graph.name, node.index)] = weights
-        base = replace(
-            base,
+            macs=macs,
+            flops=flops,
             params=sum(t.elements or 0 for t in weights),
             weight_bytes=sum(t.storage_bytes for t in weights),
             runtime_weight_bytes=sum(t.nbytes or 0 for t in weights),
+            input_bytes=_activation_bytes(act_in),
+            output_bytes=_activation_bytes(outs),
+            note=note,
         )
-        if node.op in CONTROL_FLOW:
-            return self.control_flow(graph, node, base)
-        if handler is None:
-            return replace(base, status="unsupported", note=f"no cost rule for {node.native_op}")
-        try:
-            cost = handler.cost(OpContext(graph, node, ins, outs))
-        except ShapeUnknownError as exc:
-            return replace(base, status="unknown_shape", note=str(exc))
-        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
-            return replace(
-                base, status="unknown_shape", note=f"cost rule failed on this node's shapes: {exc}"
-            )
-        return replace(base, macs=cost.macs, flops=cost.flops, note=cost.note)
+        if node.op in CONTROL_FLOW and not folded:
+            return self.control_flow(graph, node, layer)
+        return layer
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs' cost, times the

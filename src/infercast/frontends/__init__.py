@@ -6,6 +6,7 @@ carries the identifier ``TFL3`` at byte 4; anything else is tried as ONNX.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,25 +25,34 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
     if p.is_dir():
         raise ModelFileError(f"{p}: is a directory, not a model file")
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as f:
+            head = f.read(8)
+            if not head:
+                raise ModelFileError(f"{p}: file is empty")
+            if len(head) >= 8 and head[4:8] == b"TFL3":
+                from infercast.frontends.tflite import load_tflite
+
+                # A memory map: weight buffers are never paged in, only sized.
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    return load_tflite(str(p), data, input_shapes)
     except OSError as exc:
         raise ModelFileError(f"{p}: cannot be read ({exc.strerror})") from exc
-    if not data:
-        raise ModelFileError(f"{p}: file is empty")
-    suffix = p.suffix.lower()
-    is_tflite = len(data) >= 8 and data[4:8] == b"TFL3"
-    if is_tflite:
-        from infercast.frontends.tflite import load_tflite
-
-        return load_tflite(str(p), data, input_shapes)
-    if suffix == ".tflite":
+    if p.suffix.lower() == ".tflite":
         raise ModelFileError(
             f"{p}: has a .tflite name but no TFLite identifier ('TFL3' at byte 4)",
             "the file is truncated, corrupt, or another format",
         )
     from infercast.frontends.onnx import load_onnx
+    from infercast.frontends.onnx_wire import WireError, read_structure
 
-    return load_onnx(str(p), data, input_shapes)
+    try:
+        structure, _skipped = read_structure(p)
+    except WireError as exc:
+        raise ModelFileError(
+            f"{p}: not a readable ONNX model (protobuf: {exc})",
+            "the file is truncated, corrupt, or another format",
+        ) from exc
+    return load_onnx(str(p), structure, input_shapes)
 
 
 def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:

@@ -122,6 +122,14 @@ def _dtype(elem_type: int) -> DType:
 
 
 def _type_shape(type_proto: Any) -> tuple[DType, Shape | None]:
+    # Many values share one type: decode each distinct serialised TypeProto once.
+    return _type_shape_cached(type_proto.SerializeToString())
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
+    onnx = _onnx()
+    type_proto = onnx.TypeProto.FromString(raw)
     if not type_proto.HasField("tensor_type"):
         return DType.UNKNOWN, None
     tt = type_proto.tensor_type
@@ -244,8 +252,34 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
         ) from exc
 
 
+def _strip_weight_data(g: Any) -> None:
+    """Drop the data of large initializers (sizes follow from dims and data type).
+
+    Shape inference serialises the whole model into C++ and back; without the
+    weights that costs microseconds instead of a copy of every weight. Small
+    initializers (shape arguments) keep their values for data propagation.
+    """
+    for t in g.initializer:
+        if t.data_location != 1 and math.prod(t.dims) > _KEEP_VALUES_UP_TO:
+            for field in _DATA_FIELDS:
+                t.ClearField(field)
+
+
+_KEEP_VALUES_UP_TO = 4096
+_DATA_FIELDS = (
+    "raw_data",
+    "float_data",
+    "int32_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+    "string_data",
+)
+
+
 def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     g = model.graph
+    _strip_weight_data(g)
     init_names = {t.name for t in g.initializer}
     real_inputs = [vi for vi in g.input if vi.name not in init_names]
     if input_shapes:
@@ -271,7 +305,9 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     use_path = has_external and os.path.exists(path) and not input_shapes
     inferred = _infer(model, path if use_path else None, notes)
     shapes = _collect_shapes(inferred.graph, {})
-    if _unknown_outputs(model.graph, shapes):
+    used = _used_names(model.graph, set())
+    before = _unknown_outputs(model.graph, shapes, used)
+    if before:
         # ONNX's data propagation stops at some constant computations: fold the
         # small ones with its reference evaluator and infer again (onnx_fold.py).
         from infercast.frontends.onnx_fold import fold_for_inference
@@ -279,8 +315,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         work, n_folded = fold_for_inference(model)
         if n_folded:
             again = _collect_shapes(_infer(work, None, notes).graph, {})
-            before = _unknown_outputs(model.graph, shapes)
-            after = _unknown_outputs(model.graph, again)
+            after = _unknown_outputs(model.graph, again, used)
             if after < before:
                 shapes = again
                 notes.append(
@@ -343,20 +378,35 @@ def _collect_shapes(
     return acc
 
 
-def _unknown_outputs(g: Any, shapes: Mapping[str, tuple[DType, Shape | None]]) -> int:
-    """How many node outputs (subgraphs included) have no fully known shape."""
+def _used_names(g: Any, acc: set[str]) -> set[str]:
+    """Names read by some node or returned by a graph (subgraphs included)."""
+    acc.update(o.name for o in g.output)
+    for node in g.node:
+        acc.update(node.input)
+        for a in node.attribute:
+            if a.HasField("g"):
+                _used_names(a.g, acc)
+            for sub in a.graphs:
+                _used_names(sub, acc)
+    return acc
+
+
+def _unknown_outputs(
+    g: Any, shapes: Mapping[str, tuple[DType, Shape | None]], used: set[str]
+) -> int:
+    """How many used node outputs (subgraphs included) have no fully known shape."""
     n = 0
     for node in g.node:
         for out in node.output:
-            if out:
+            if out and out in used:
                 shape = shapes.get(out, (DType.UNKNOWN, None))[1]
-                if shape is None or any(d is None for d in shape):
+                if shape is None or None in shape:
                     n += 1
         for a in node.attribute:
             if a.HasField("g"):
-                n += _unknown_outputs(a.g, shapes)
+                n += _unknown_outputs(a.g, shapes, used)
             for sub in a.graphs:
-                n += _unknown_outputs(sub, shapes)
+                n += _unknown_outputs(sub, shapes, used)
     return n
 
 
@@ -369,14 +419,11 @@ def _graph(
 ) -> Graph:
     onnx = _onnx()
     tensors: dict[str, Tensor] = {}
-    # Inferred types (whole model) first, then what this graph declares itself.
-    declared = {vi.name: _type_shape(vi.type) for vi in [*g.input, *g.value_info, *g.output]}
+    # Types from shape inference over the whole model (which keeps what the file declares).
+    unknown: tuple[DType, Shape | None] = (DType.UNKNOWN, None)
 
     def typed(name: str) -> tuple[DType, Shape | None]:
-        found = shapes.get(name)
-        if found is not None and found[1] is not None:
-            return found
-        return declared.get(name) or found or (DType.UNKNOWN, None)
+        return shapes.get(name, unknown)
 
     for t in g.initializer:
         dtype = _dtype(t.data_type)

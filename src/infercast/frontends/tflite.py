@@ -15,6 +15,7 @@ stay those of the stored source.
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -216,7 +217,9 @@ def _unique(name: str, index: int, seen: set[str]) -> str:
     return key
 
 
-def load_tflite(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None = None) -> Graph:
+def load_tflite(
+    path: str, data: bytes | mmap.mmap, input_shapes: Mapping[str, Shape] | None = None
+) -> Graph:
     """Parse a TFLite flatbuffer held in ``data``. Raises :class:`ModelFileError`."""
     schema = _schema()
     if len(data) < 8:
@@ -234,7 +237,9 @@ def load_tflite(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None
         ) from exc
 
 
-def _parse(schema: Any, path: str, data: bytes, input_shapes: Mapping[str, Shape]) -> Graph:
+def _parse(
+    schema: Any, path: str, data: bytes | mmap.mmap, input_shapes: Mapping[str, Shape]
+) -> Graph:
     names = _names(schema)
     model = schema.Model.GetRootAs(data, 0)
     n_buffers = model.BuffersLength()
@@ -318,7 +323,7 @@ def _subgraph(
     sub_names: list[str],
     opcodes: list[tuple[str, str]],
     buffer_sizes: list[int],
-    data: bytes,
+    data: bytes | mmap.mmap,
     path: str,
 ) -> Graph:
     sg = model.Subgraphs(si)
@@ -489,7 +494,7 @@ def _fold_constants(
 
 
 def _resolve_dynamic(
-    path: str, data: bytes, graph: Graph, input_shapes: Mapping[str, Shape]
+    path: str, data: bytes | mmap.mmap, graph: Graph, input_shapes: Mapping[str, Shape]
 ) -> Graph:
     """Fix dynamic input dimensions and take every tensor's shape from LiteRT's own
     shape propagation (``resize_tensor_input`` + ``allocate_tensors``)."""
@@ -519,7 +524,7 @@ def _resolve_dynamic(
             "pip install ai-edge-litert",
         ) from exc
     try:
-        interp = Interpreter(model_content=data)
+        interp = Interpreter(model_content=bytes(data))
         details = interp.get_input_details()
         for d, name in zip(details, graph.inputs, strict=False):
             if name in input_shapes:
