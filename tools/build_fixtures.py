@@ -12,8 +12,29 @@ or, from Python (tests put ``tools/`` on ``sys.path``)::
 
 Layout: ``<out>/v<BUILD_VERSION>/<group>/`` with ``manifest.json`` written
 last (atomically), so a group without a manifest is half-built and is rebuilt.
-``<out>`` defaults to ``$INFERCAST_FIXTURES`` or ``~/.cache/infercast/fixtures``.
-Build logs (TensorFlow's chatter) go to ``<out>/v<BUILD_VERSION>/_logs/``.
+A group is built in ``.<group>.building`` and renamed into place, under a
+per-group ``fcntl`` lock. ``<out>`` defaults to ``$INFERCAST_FIXTURES`` or
+``~/.cache/infercast/fixtures``. Build logs go to ``<out>/v<BUILD_VERSION>/_logs/``.
+
+Every manifest has ``group``, ``build_version``, ``builder``, ``python``,
+``build_seconds`` and ``skipped`` (file name -> reason). Model entries carry
+``size``, ``sha256`` and what was read back from the file: for .tflite
+``subgraphs`` ([{name, ops}]), ``op_counts``, ``custom_ops``, ``tensor_types``,
+``sparse_tensors``, ``inputs``/``outputs`` ([{name, shape, dtype}]); for .onnx
+``op_counts`` (top-level graph), ``opset_imports``, ``has_subgraphs``,
+``inputs``/``outputs``. Per group, besides those:
+
+* keras: ``versions``, ``models`` {name: model facts}, ``files`` {file: model
+  facts + ``variant``, ``format``, ``converter_estimate`` ({ops, macs,
+  ops_str, macs_str, line}; None for .onnx), ``build_seconds`` (+ ONNX:
+  ``converter``, ``opset``, ``postprocess``)}. Model facts: ``model``, ``keras_class``,
+  ``keras_kwargs``, ``classes``, ``input_shape``, ``keras_params``, ``seed``.
+* edge: ``versions``, ``files`` {file: ``description``, ``variant``, ``format``,
+  ``expected_ops``, ``expected_ops_missing``, ``converter_estimate``, ...}.
+* mediapipe / silero: ``wheel``, ``mapping`` {path in wheel: file}, ``files``
+  (+ ``count`` / ``version``).
+* onnx_node: ``wheel``, ``source_prefix``, ``count``, ``n_files``, ``test_dirs``.
+* onnx_light: ``source``, ``count``, ``files`` {file: ``name``, ``output``, ...}.
 
 Groups (see ``GROUPS``):
 
@@ -813,6 +834,7 @@ def _onnx_from_keras(
     w.report(label, path, seconds)
     return {
         "converter": method,
+        "converter_estimate": None,  # only the TFLite converter logs an estimate
         "opset": ONNX_OPSET,
         "postprocess": ONNX_DETERMINISM_NOTE,
         "build_seconds": round(seconds, 1),
