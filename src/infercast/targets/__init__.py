@@ -1,0 +1,20 @@
+"""Device targets as data, and accelerator placement with a reason for every op.
+
+* :func:`load_target` -- a built-in target by name, or a user's ``.toml`` by path.
+* :func:`place` -- per-node placement, segments, crossings and memory fit.
+"""
+
+from infercast.targets.loader import builtin_names, list_targets, load_target
+from infercast.targets.placement import PlacementReport, live_tensor_peak_bytes, place
+from infercast.targets.schema import Target, TargetError
+
+__all__ = [
+    "PlacementReport",
+    "Target",
+    "TargetError",
+    "builtin_names",
+    "list_targets",
+    "live_tensor_peak_bytes",
+    "load_target",
+    "place",
+]

@@ -1,0 +1,261 @@
+"""Find, read, merge (``extends``) and validate target files.
+
+Built-in targets live in ``targets/data/*.toml``; files whose name starts with
+``_`` are shared bases (``abstract = true``) that other files extend. Anywhere a
+target is asked for, a path to a user's own ``.toml`` works too; its
+``extends`` may name a built-in target or another file (relative to it).
+
+Merging is recursive over tables; any other value in the extending file
+replaces the base's. ``uncertain`` and ``sources`` accumulate along the chain.
+
+The ``host`` target is filled in at load time from this machine
+(``/proc/cpuinfo``, ``os.cpu_count()``, ``/proc/meminfo``); its figures are
+placeholders to be calibrated and are marked uncertain.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import re
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from infercast.targets.schema import Target, TargetError, build_target
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+_ACCUMULATE = ("uncertain", "sources")
+
+
+def builtin_names(include_abstract: bool = False) -> list[str]:
+    """Names of the built-in targets (sorted); bases (``_*.toml``) only when asked."""
+    names = [p.stem for p in sorted(DATA_DIR.glob("*.toml"))]
+    return [n for n in names if include_abstract or not n.startswith("_")]
+
+
+def is_path_like(spec: str) -> bool:
+    return spec.endswith(".toml") or os.sep in spec or "/" in spec
+
+
+def resolve_spec(spec: str) -> Path:
+    """The file a ``--target`` value names: a built-in name or a path."""
+    if is_path_like(spec):
+        p = Path(spec).expanduser()
+        if not p.is_file():
+            raise TargetError(
+                f"target file {spec} does not exist", "give a built-in name or a .toml path"
+            )
+        return p.resolve()
+    p = DATA_DIR / f"{spec}.toml"
+    if not p.is_file() or spec.startswith("_"):
+        known = ", ".join(builtin_names())
+        raise TargetError(
+            f"unknown target '{spec}'",
+            f"known targets: {known}; or give the path to your own .toml file",
+        )
+    return p
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TargetError(f"{path.name}: cannot be read ({exc.strerror})") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"{path.name}: not valid TOML: {exc}", "check the line named") from exc
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if k in _ACCUMULATE and isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = out[k] + [x for x in v if x not in out[k]]
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _resolve(path: Path, seen: tuple[Path, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    if path in seen:
+        cycle = " -> ".join(p.name for p in (*seen, path))
+        raise TargetError(f"{path.name}: extends itself in a cycle ({cycle})")
+    raw = _read(path)
+    raw.setdefault("name", path.stem)
+    ext = raw.pop("extends", None)
+    if ext is None:
+        return raw, (str(path),)
+    if not isinstance(ext, str):
+        raise TargetError(f"{path.name}: extends must be a target name or a file path, got {ext!r}")
+    if is_path_like(ext):
+        base_path = (path.parent / ext).expanduser().resolve()
+        if not base_path.is_file():
+            raise TargetError(f"{path.name}: extends '{ext}', which does not exist")
+    else:
+        base_path = DATA_DIR / f"{ext}.toml"
+        if not base_path.is_file():
+            known = ", ".join(builtin_names(include_abstract=True))
+            raise TargetError(f"{path.name}: extends unknown target '{ext}'", f"known: {known}")
+    base, chain = _resolve(base_path, (*seen, path))
+    base.pop("abstract", None)
+    base.pop("name", None)
+    return _merge(base, raw), (str(path), *chain)
+
+
+def load_target(spec: str, *, detect: bool = True) -> Target:
+    """Load a built-in target by name, or a user's target file by path.
+
+    ``detect=False`` leaves the ``host`` target's machine-dependent values as the
+    file states them (the documents are generated that way, so they do not
+    depend on the machine that generates them).
+    """
+    return _load(resolve_spec(spec), detect)
+
+
+@lru_cache(maxsize=64)
+def _load(path: Path, detect: bool) -> Target:
+    raw, chain = _resolve(path, ())
+    if detect and raw.get("detect"):
+        raw = _detect_host(raw)
+    return build_target(raw, path.name, str(path), chain)
+
+
+def list_targets() -> list[Target]:
+    return [load_target(n) for n in builtin_names()]
+
+
+# --------------------------------------------------------------------------- #
+# Host detection
+# --------------------------------------------------------------------------- #
+
+# FLOP per cycle per core for fp32 by the widest SIMD FMA the CPU reports
+# (two FMA pipes assumed for AVX2/AVX-512, i.e. 2 x lanes x 2). Uncertain:
+# real cores differ in FMA ports; calibrate with `infercast bench`.
+_FP32_FLOP_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 16), ("neon", 8))
+
+
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return info
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        k = k.strip().lower()
+        if sep and k not in info:
+            info[k] = v.strip()
+    return info
+
+
+def _max_clock_hz(info: dict[str, str]) -> float | None:
+    try:
+        khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text().strip()
+        return float(khz) * 1e3
+    except (OSError, ValueError):
+        pass
+    if "cpu mhz" in info:
+        try:
+            return float(info["cpu mhz"]) * 1e6
+        except ValueError:
+            return None
+    m = re.search(r"@\s*([\d.]+)\s*GHz", info.get("model name", ""))
+    return float(m.group(1)) * 1e9 if m else None
+
+
+def _mem_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _detect_host(raw: dict[str, Any]) -> dict[str, Any]:
+    """Fill the ``host`` target's CPU and memory from this machine (all uncertain)."""
+    raw = copy.deepcopy(raw)
+    info = _cpuinfo()
+    cores = os.cpu_count() or 1
+    model = (
+        info.get("model name")
+        or info.get("hardware")
+        or info.get("cpu model")
+        or platform.processor()
+    )
+    flags = set((info.get("flags") or info.get("features") or "").split())
+    clock = _max_clock_hz(info)
+    per_cycle = next((n for flag, n in _FP32_FLOP_PER_CYCLE if flag in flags), 4)
+    units = raw.setdefault("units", {})
+    for unit in units.values():
+        if not isinstance(unit, dict) or unit.get("kind") != "cpu":
+            continue
+        unit["description"] = f"{model or 'unknown CPU'} ({cores} logical cores, detected)"
+        unit["cores"] = cores
+        if clock:
+            unit["clock_hz"] = clock
+            unit["peak_fp32_ops_per_s"] = cores * clock * per_cycle
+            # int8 dot products: assumed 4x the fp32 lanes (VNNI / SDOT class); uncertain.
+            unit["peak_int8_ops_per_s"] = cores * clock * per_cycle * 4
+    mem = _mem_total_bytes()
+    for m in raw.get("memories", {}).values():
+        if isinstance(m, dict) and mem:
+            m["size_bytes"] = mem
+    raw["description"] = (
+        f"This machine: {model or 'unknown CPU'}, {cores} logical cores (detected; not calibrated)"
+    )
+    return raw
+
+
+# --------------------------------------------------------------------------- #
+# Resolved target -> TOML text (``infercast targets show``)
+# --------------------------------------------------------------------------- #
+
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: str) -> str:
+    return k if _BARE.match(k) else json.dumps(k)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and abs(v) >= 1e5 and float(f"{v:.6g}") == v:
+        return f"{v:.6g}"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def to_toml(raw: dict[str, Any]) -> str:
+    """A resolved target table as TOML (loads back to the same table with tomllib)."""
+    lines: list[str] = []
+
+    def emit(table: dict[str, Any], path: list[str]) -> None:
+        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        tables = {k: v for k, v in table.items() if isinstance(v, dict)}
+        if path and (scalars or not tables):
+            lines.append("")
+            lines.append("[" + ".".join(_key(p) for p in path) + "]")
+        for k, v in scalars.items():
+            lines.append(f"{_key(k)} = {_value(v)}")
+        for k, v in tables.items():
+            emit(v, [*path, k])
+
+    emit({"name": raw.get("name"), **raw} if "name" in raw else raw, [])
+    return "\n".join(lines).lstrip("\n") + "\n"

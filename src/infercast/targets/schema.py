@@ -1,0 +1,597 @@
+"""The target description: dataclasses, and validation of a resolved TOML table.
+
+A target file (``targets/data/<name>.toml`` or a user's own file) states the
+device's compute units with their peak ops/s per dtype, its memories, which
+ops its accelerator runs and under which constraints, the processor that takes
+the rest, and what a switch between processors costs. Units are in key names:
+``*_ops_per_s`` counts operations, where one MAC is 2 ops (DESIGN.md);
+``*_bytes``, ``*_bytes_per_s``, ``*_s``, ``*_hz``.
+
+:func:`build_target` checks every key and value and raises :class:`TargetError`
+naming the file and the dotted key ("k210-kpu.toml: memories.kpu_ram.size_bytes
+must be a positive integer, got '2MB'").
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infercast.errors import InfercastError
+from infercast.targets.constraints import REGISTRY, check_param, param_type_name
+
+
+class TargetError(InfercastError):
+    """A target name is unknown, or a target file is malformed."""
+
+
+PEAK_KEY = re.compile(r"^peak_(int4|int8|int16|fp16|bf16|fp32)_ops_per_s$")
+UNIT_KINDS = ("cpu", "gpu", "npu", "tpu", "kpu", "dsp")
+HOLDS = ("weights", "accelerator_weights", "activations", "layer_io")
+EFFICIENCY_KEYS = (
+    "default",
+    "conv",
+    "depthwise_conv",
+    "linalg",
+    "elementwise",
+    "pool",
+    "movement",
+    "normalization",
+    "recurrent",
+    "detection",
+)
+ON_FAIL = ("cpu", "partial", "note")
+CHECK_KEYS = ("check", "on_fail", "rewrite", "unit")
+
+
+@dataclass(frozen=True)
+class ComputeUnit:
+    """A processor: peak throughput per dtype (ops/s, 1 MAC = 2 ops) and efficiencies."""
+
+    name: str
+    kind: str
+    description: str
+    clock_hz: float | None
+    cores: int
+    macs_per_cycle: int | None
+    peak_ops_per_s: Mapping[str, float]
+    efficiency: Mapping[str, float]
+    op_overhead_s: float
+
+    def peak(self, dtype: str) -> float | None:
+        """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
+        return self.peak_ops_per_s.get(dtype)
+
+
+@dataclass(frozen=True)
+class Memory:
+    name: str
+    description: str
+    size_bytes: int
+    bandwidth_bytes_per_s: float
+    holds: tuple[str, ...]
+    on_overflow: str
+    """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One constraint applied to an op, with its parameters from the target file."""
+
+    name: str
+    params: Mapping[str, Any]
+    on_fail: str = "cpu"
+    rewrite: str = ""
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class OpRule:
+    checks: tuple[Check, ...] = ()
+    skip_generic: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Support:
+    ops: tuple[str, ...]
+    """Op names the accelerator runs (``*`` = every op); names per ``op_names``."""
+    known_unsupported: tuple[str, ...]
+    generic: tuple[Check, ...]
+    rules: Mapping[str, OpRule]
+
+    @property
+    def all_ops(self) -> bool:
+        return "*" in self.ops
+
+
+@dataclass(frozen=True)
+class Placement:
+    accelerator: str | None
+    fallback: str
+    segments: str
+    """``multi``: every supported run is its own accelerator segment; ``single``: one only."""
+    op_names: str
+    """``canonical`` (infercast's op names) or ``tflite`` (TFLite builtin names)."""
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """Cost of moving a tensor between the accelerator and the fallback processor."""
+
+    fixed_s: float
+    bytes_per_s: float
+
+    def seconds(self, nbytes: int) -> float:
+        return self.fixed_s + nbytes / self.bytes_per_s
+
+
+@dataclass(frozen=True)
+class Calibration:
+    calibrated: bool
+    source: str
+    date: str
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    path: str
+    chain: tuple[str, ...]
+    """Files this target was resolved from, the target's own first."""
+    units: Mapping[str, ComputeUnit]
+    memories: Mapping[str, Memory]
+    placement: Placement
+    support: Support
+    crossing: Crossing
+    graph_compile_s: float
+    quantize_float_to: str
+    calibration: Calibration
+    uncertain: tuple[str, ...]
+    sources: tuple[str, ...]
+    abstract: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The resolved TOML table (what ``infercast targets show`` prints)."""
+
+    @property
+    def accelerator(self) -> ComputeUnit | None:
+        a = self.placement.accelerator
+        return self.units[a] if a else None
+
+    @property
+    def fallback(self) -> ComputeUnit:
+        return self.units[self.placement.fallback]
+
+
+# --------------------------------------------------------------------------- #
+# Validation
+# --------------------------------------------------------------------------- #
+
+
+class _Errors:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.items: list[str] = []
+
+    def add(self, key: str, problem: str) -> None:
+        self.items.append(f"{key} {problem}" if key else problem)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            shown = "; ".join(self.items[:6])
+            more = f" (+{len(self.items) - 6} more)" if len(self.items) > 6 else ""
+            raise TargetError(
+                f"{self.file}: {shown}{more}",
+                "fix the target file; `infercast targets show NAME` prints a valid one",
+            )
+
+
+def _show(v: Any) -> str:
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _unknown(
+    errs: _Errors, table: Mapping[str, Any], prefix: str, allowed: tuple[str, ...]
+) -> None:
+    for k in table:
+        if k not in allowed:
+            close = difflib.get_close_matches(k, allowed, n=1)
+            hint = (
+                f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(allowed)})"
+            )
+            errs.add(f"{prefix}{k}", f"is not a known key{hint}")
+
+
+def _table(errs: _Errors, raw: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
+    v = raw.get(key, {})
+    if not isinstance(v, dict):
+        errs.add(f"{prefix}{key}", f"must be a table, got {_show(v)}")
+        return {}
+    return v
+
+
+def _str(
+    errs: _Errors,
+    t: Mapping[str, Any],
+    key: str,
+    dotted: str,
+    default: str | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> str:
+    if key not in t:
+        if default is None:
+            errs.add(dotted, "is required")
+            return ""
+        return default
+    v = t[key]
+    if not isinstance(v, str):
+        errs.add(dotted, f"must be a string, got {_show(v)}")
+        return default or ""
+    if choices is not None and v not in choices:
+        errs.add(dotted, f"must be one of {', '.join(choices)}, got {_show(v)}")
+    return v
+
+
+def _pos_float(
+    errs: _Errors,
+    t: Mapping[str, Any],
+    key: str,
+    dotted: str,
+    default: float | None = None,
+    allow_zero: bool = False,
+) -> float:
+    if key not in t:
+        if default is None:
+            errs.add(dotted, "is required")
+            return 0.0
+        return default
+    v = t[key]
+    ok = (
+        isinstance(v, int | float) and not isinstance(v, bool) and (v >= 0 if allow_zero else v > 0)
+    )
+    if not ok:
+        what = "a non-negative number" if allow_zero else "a positive number"
+        errs.add(dotted, f"must be {what}, got {_show(v)}")
+        return default or 0.0
+    return float(v)
+
+
+def _pos_int(
+    errs: _Errors, t: Mapping[str, Any], key: str, dotted: str, default: int | None = None
+) -> int:
+    if key not in t:
+        if default is None:
+            errs.add(dotted, "is required")
+            return 0
+        return default
+    v = t[key]
+    if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+        errs.add(dotted, f"must be a positive integer, got {_show(v)}")
+        return default or 0
+    return int(v)
+
+
+def _str_list(
+    errs: _Errors,
+    t: Mapping[str, Any],
+    key: str,
+    dotted: str,
+    choices: tuple[str, ...] | None = None,
+) -> tuple[str, ...]:
+    v = t.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        errs.add(dotted, f"must be a list of strings, got {_show(v)}")
+        return ()
+    if choices is not None:
+        for x in v:
+            if x not in choices:
+                errs.add(dotted, f"has {_show(x)}; allowed: {', '.join(choices)}")
+    return tuple(v)
+
+
+def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
+    p = f"units.{name}."
+    allowed = (
+        "kind",
+        "description",
+        "clock_hz",
+        "cores",
+        "macs_per_cycle",
+        "op_overhead_s",
+        "efficiency",
+    )
+    for k in t:
+        if k not in allowed and not PEAK_KEY.match(k):
+            close = difflib.get_close_matches(
+                k, [*allowed, "peak_int8_ops_per_s", "peak_fp32_ops_per_s"], n=1
+            )
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            errs.add(
+                p + k,
+                f"is not a known key{hint}; peak keys are "
+                "peak_<int8|int16|fp16|bf16|fp32>_ops_per_s",
+            )
+    peaks = {}
+    for k in t:
+        m = PEAK_KEY.match(k)
+        if m:
+            peaks[m.group(1)] = _pos_float(errs, t, k, p + k)
+    if not peaks:
+        errs.add(p + "peak_<dtype>_ops_per_s", "is required (at least one dtype)")
+    eff_t = _table(errs, t, "efficiency", p)
+    _unknown(errs, eff_t, p + "efficiency.", EFFICIENCY_KEYS)
+    eff = {}
+    for k, v in eff_t.items():
+        if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1):
+            errs.add(f"{p}efficiency.{k}", f"must be a fraction in (0, 1], got {_show(v)}")
+        else:
+            eff[k] = float(v)
+    mpc = t.get("macs_per_cycle")
+    return ComputeUnit(
+        name=name,
+        kind=_str(errs, t, "kind", p + "kind", choices=UNIT_KINDS),
+        description=_str(errs, t, "description", p + "description", default=""),
+        clock_hz=_pos_float(errs, t, "clock_hz", p + "clock_hz") if "clock_hz" in t else None,
+        cores=_pos_int(errs, t, "cores", p + "cores", default=1),
+        macs_per_cycle=_pos_int(errs, t, "macs_per_cycle", p + "macs_per_cycle")
+        if mpc is not None
+        else None,
+        peak_ops_per_s=peaks,
+        efficiency=eff,
+        op_overhead_s=_pos_float(
+            errs, t, "op_overhead_s", p + "op_overhead_s", 0.0, allow_zero=True
+        ),
+    )
+
+
+def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
+    p = f"memories.{name}."
+    _unknown(
+        errs, t, p, ("description", "size_bytes", "bandwidth_bytes_per_s", "holds", "on_overflow")
+    )
+    return Memory(
+        name=name,
+        description=_str(errs, t, "description", p + "description", default=""),
+        size_bytes=_pos_int(errs, t, "size_bytes", p + "size_bytes"),
+        bandwidth_bytes_per_s=_pos_float(
+            errs, t, "bandwidth_bytes_per_s", p + "bandwidth_bytes_per_s"
+        ),
+        holds=_str_list(errs, t, "holds", p + "holds", HOLDS),
+        on_overflow=_str(
+            errs, t, "on_overflow", p + "on_overflow", default="fail", choices=("fail", "stream")
+        ),
+    )
+
+
+def _check(errs: _Errors, t: Any, dotted: str, units: Mapping[str, Any]) -> Check | None:
+    if not isinstance(t, dict):
+        errs.add(
+            dotted, f'must be a table like {{check = "stride_in", lo = 1, hi = 3}}, got {_show(t)}'
+        )
+        return None
+    name = t.get("check")
+    if not isinstance(name, str):
+        errs.add(dotted + ".check", "is required (the name of a constraint)")
+        return None
+    c = REGISTRY.get(name)
+    if c is None:
+        close = difflib.get_close_matches(name, list(REGISTRY), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        errs.add(dotted + ".check", f"names no known constraint: {_show(name)}{hint}")
+        return None
+    params = {k: v for k, v in t.items() if k not in CHECK_KEYS}
+    for k in params:
+        if k not in c.params:
+            allowed = ", ".join(c.params) or "none"
+            errs.add(f"{dotted}.{k}", f"is not a parameter of {name} (parameters: {allowed})")
+    for k, tp in c.params.items():
+        if k not in params:
+            errs.add(f"{dotted}.{k}", f"is required by {name} ({param_type_name(tp)})")
+        elif not check_param(tp, params[k]):
+            errs.add(f"{dotted}.{k}", f"must be {param_type_name(tp)}, got {_show(params[k])}")
+    on_fail = _str(errs, t, "on_fail", dotted + ".on_fail", default="cpu", choices=ON_FAIL)
+    rewrite = _str(errs, t, "rewrite", dotted + ".rewrite", default="")
+    if on_fail == "partial" and not rewrite:
+        errs.add(
+            dotted + ".rewrite",
+            'is required when on_fail = "partial" (what the compiler turns the op into)',
+        )
+    unit = _str(errs, t, "unit", dotted + ".unit", default="")
+    if unit and unit not in units:
+        errs.add(
+            dotted + ".unit",
+            f"names no unit of this target: {_show(unit)} (units: {', '.join(units)})",
+        )
+    return Check(name, params, on_fail, rewrite, unit)
+
+
+def _checks(errs: _Errors, v: Any, dotted: str, units: Mapping[str, Any]) -> tuple[Check, ...]:
+    if not isinstance(v, list):
+        errs.add(dotted, f"must be a list of check tables, got {_show(v)}")
+        return ()
+    out = []
+    for i, item in enumerate(v):
+        c = _check(errs, item, f"{dotted}[{i}]", units)
+        if c is not None:
+            out.append(c)
+    return tuple(out)
+
+
+def _lookup(raw: Mapping[str, Any], dotted: str) -> bool:
+    cur: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    return True
+
+
+TOP_KEYS = (
+    "name",
+    "description",
+    "abstract",
+    "sources",
+    "uncertain",
+    "calibration",
+    "units",
+    "memories",
+    "placement",
+    "support",
+    "crossing",
+    "one_time",
+    "compile",
+    "detect",
+    "toolchain",
+)
+
+
+def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str, ...]) -> Target:
+    """Validate a resolved (``extends`` already merged) table and build the :class:`Target`."""
+    errs = _Errors(file)
+    _unknown(errs, raw, "", TOP_KEYS)
+    name = _str(errs, raw, "name", "name")
+    abstract = bool(raw.get("abstract", False))
+    if "abstract" in raw and not isinstance(raw["abstract"], bool):
+        errs.add("abstract", f"must be true or false, got {_show(raw['abstract'])}")
+
+    units_t = _table(errs, raw, "units")
+    units = {}
+    for uname, ut in units_t.items():
+        if not isinstance(ut, dict):
+            errs.add(f"units.{uname}", f"must be a table, got {_show(ut)}")
+            continue
+        units[uname] = _unit(errs, uname, ut)
+    if not units and not abstract:
+        errs.add("units", "must define at least one compute unit")
+
+    mem_t = _table(errs, raw, "memories")
+    memories = {}
+    for mname, mt in mem_t.items():
+        if not isinstance(mt, dict):
+            errs.add(f"memories.{mname}", f"must be a table, got {_show(mt)}")
+            continue
+        memories[mname] = _memory(errs, mname, mt)
+
+    pl_t = _table(errs, raw, "placement")
+    _unknown(errs, pl_t, "placement.", ("accelerator", "fallback", "segments", "op_names"))
+    accel = pl_t.get("accelerator")
+    if accel is not None and (not isinstance(accel, str) or (units and accel not in units)):
+        errs.add(
+            "placement.accelerator",
+            f"must name a unit of this target ({', '.join(units)}), got {_show(accel)}",
+        )
+        accel = None
+    fallback = _str(errs, pl_t, "fallback", "placement.fallback", default="" if abstract else None)
+    if fallback and units and fallback not in units:
+        errs.add(
+            "placement.fallback",
+            f"must name a unit of this target ({', '.join(units)}), got {_show(fallback)}",
+        )
+    placement = Placement(
+        accelerator=accel,
+        fallback=fallback,
+        segments=_str(
+            errs,
+            pl_t,
+            "segments",
+            "placement.segments",
+            default="multi",
+            choices=("multi", "single"),
+        ),
+        op_names=_str(
+            errs,
+            pl_t,
+            "op_names",
+            "placement.op_names",
+            default="canonical",
+            choices=("canonical", "tflite"),
+        ),
+    )
+
+    sup_t = _table(errs, raw, "support")
+    _unknown(errs, sup_t, "support.", ("ops", "known_unsupported", "generic", "rules"))
+    rules_t = _table(errs, sup_t, "rules", "support.")
+    rules = {}
+    for op, rt in rules_t.items():
+        p = f"support.rules.{op}"
+        if not isinstance(rt, dict):
+            errs.add(p, f"must be a table, got {_show(rt)}")
+            continue
+        _unknown(errs, rt, p + ".", ("checks", "skip_generic"))
+        skip = _str_list(errs, rt, "skip_generic", p + ".skip_generic", tuple(REGISTRY))
+        rules[op] = OpRule(_checks(errs, rt.get("checks", []), p + ".checks", units), skip)
+    ops = _str_list(errs, sup_t, "ops", "support.ops")
+    for op in rules:
+        if ops and "*" not in ops and op not in ops:
+            errs.add(f"support.rules.{op}", "has rules but the op is not in support.ops")
+    support = Support(
+        ops=ops,
+        known_unsupported=_str_list(errs, sup_t, "known_unsupported", "support.known_unsupported"),
+        generic=_checks(errs, sup_t.get("generic", []), "support.generic", units),
+        rules=rules,
+    )
+    if accel and not ops:
+        errs.add("support.ops", "is required when placement.accelerator is set")
+
+    cr_t = _table(errs, raw, "crossing")
+    _unknown(errs, cr_t, "crossing.", ("fixed_s", "bytes_per_s"))
+    crossing = Crossing(
+        fixed_s=_pos_float(errs, cr_t, "fixed_s", "crossing.fixed_s", 0.0, allow_zero=True),
+        bytes_per_s=_pos_float(errs, cr_t, "bytes_per_s", "crossing.bytes_per_s", 1e12),
+    )
+    ot_t = _table(errs, raw, "one_time")
+    _unknown(errs, ot_t, "one_time.", ("graph_compile_s",))
+    comp_t = _table(errs, raw, "compile")
+    _unknown(errs, comp_t, "compile.", ("quantize_float_to",))
+    cal_t = _table(errs, raw, "calibration")
+    _unknown(errs, cal_t, "calibration.", ("calibrated", "source", "date"))
+    if "calibrated" in cal_t and not isinstance(cal_t["calibrated"], bool):
+        errs.add(
+            "calibration.calibrated", f"must be true or false, got {_show(cal_t['calibrated'])}"
+        )
+
+    if "detect" in raw and not isinstance(raw["detect"], bool):
+        errs.add("detect", f"must be true or false, got {_show(raw['detect'])}")
+    tool_t = _table(errs, raw, "toolchain")
+    for k, v in tool_t.items():
+        if not isinstance(v, str):
+            errs.add(f"toolchain.{k}", f"must be a string, got {_show(v)}")
+    uncertain = _str_list(errs, raw, "uncertain", "uncertain")
+    for key in uncertain:
+        if not _lookup(raw, key):
+            errs.add("uncertain", f"lists {_show(key)}, which is not a key of this target")
+    errs.raise_if_any()
+    return Target(
+        name=name,
+        description=str(raw.get("description", "")),
+        path=path,
+        chain=chain,
+        units=units,
+        memories=memories,
+        placement=placement,
+        support=support,
+        crossing=crossing,
+        graph_compile_s=_pos_float(
+            errs, ot_t, "graph_compile_s", "one_time.graph_compile_s", 0.0, allow_zero=True
+        ),
+        quantize_float_to=_str(
+            errs,
+            comp_t,
+            "quantize_float_to",
+            "compile.quantize_float_to",
+            default="none",
+            choices=("none", "uint8", "int8"),
+        ),
+        calibration=Calibration(
+            calibrated=bool(cal_t.get("calibrated", False)),
+            source=str(cal_t.get("source", "")),
+            date=str(cal_t.get("date", "")),
+        ),
+        uncertain=uncertain,
+        sources=_str_list(errs, raw, "sources", "sources"),
+        abstract=abstract,
+        raw=raw,
+    )
