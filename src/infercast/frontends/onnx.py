@@ -59,6 +59,8 @@ _CANONICAL: dict[str, str] = {
     "GRU": "gru",
     "RNN": "rnn",
     "LRN": "lrn",
+    "Col2Im": "col2im",
+    "BitCast": "bitcast",
 }
 
 _GENERATORS = {"constant", "constant_of_shape", "range", "eye_like"}
@@ -158,8 +160,11 @@ def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
 
 
 def _small_value(t: Any, dtype: DType, n: int) -> np.ndarray[Any, Any] | None:
-    """The value of a small integer constant (shape arguments, axes) or a scalar."""
-    if n > 4096 or t.data_location == 1 or not (dtype.is_integer or n == 1):
+    """The value of a small integer or bool constant (shape arguments, axes, masks)
+    or of a short float vector (scalars, Resize scales)."""
+    if n > 4096 or t.data_location == 1:
+        return None
+    if not (dtype.is_integer or dtype == DType.BOOL or n <= 16):
         return None
     try:
         return np.asarray(_onnx().numpy_helper.to_array(t))
@@ -242,7 +247,9 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             "check the file is an .onnx export",
         )
     try:
-        return _build(path, model, input_shapes or {})
+        from infercast.ops.shapes import infer_missing_shapes
+
+        return infer_missing_shapes(_build(path, model, input_shapes or {}))
     except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:
@@ -286,6 +293,8 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         _set_input_shapes(model, input_shapes, real_inputs)
     symbolic = []
     for vi in real_inputs:
+        if not vi.type.HasField("tensor_type"):
+            continue  # sequence / optional / map inputs have no dimensions to fix
         shape = _type_shape(vi.type)[1]
         if shape is None or any(d is None for d in shape):
             symbolic.append((vi.name, shape))

@@ -150,7 +150,8 @@ class Graph:
         return [self.tensors[n] if n else None for n in node.inputs]
 
     def output_tensors(self, node: Node) -> list[Tensor]:
-        return [self.tensors[n] for n in node.outputs]
+        """The node's outputs that exist (an omitted optional output is ``""``)."""
+        return [self.tensors[n] for n in node.outputs if n]
 
     @cached_property
     def producers(self) -> Mapping[str, int]:

@@ -50,3 +50,35 @@ def conv_transpose_cost(ctx: OpContext) -> OpCost:
     k = kernel_dims(w, _weight_layout(ctx, "IOHW"))
     macs = numel(x) * k.out_channels * k.spatial_size
     return OpCost(macs=macs, flops=2 * macs)
+
+
+@register("deform_conv", family="conv", arg_inputs=(2,))
+def deform_conv_cost(ctx: OpContext) -> OpCost:
+    """MACs as ``conv``: output elements x input channels per group x kernel size.
+    FLOPs = 2 x MACs + 9 per sampled input value (a bilinear sample: 3 lerps of 3
+    FLOPs) + 1 per sample for the modulation mask when given; samples = batch x
+    input channels x kernel size x output positions."""
+    w = ctx.input(1)
+    k = kernel_dims(w, "OIHW")
+    macs = ctx.out_elems() * k.in_channels * k.spatial_size
+    y = ctx.shape(ctx.outputs[0])
+    x = ctx.shape(ctx.input(0))
+    positions = 1
+    for d in y[2:]:
+        positions *= d
+    samples = x[0] * x[1] * k.spatial_size * positions
+    per_sample = 9 + (1 if len(ctx.inputs) > 4 and ctx.inputs[4] is not None else 0)
+    return OpCost(macs=macs, flops=2 * macs + samples * per_sample)
+
+
+@register("causal_conv_with_state", family="conv", arg_inputs=(3,))
+def causal_conv_with_state_cost(ctx: OpContext) -> OpCost:
+    """Causal depthwise 1-D conv (ONNX CausalConvWithState): MACs = output elements x
+    kernel size k (weights are (channels, 1, k)). FLOPs = 2 x MACs + 5 per output
+    element for a fused SiLU/Swish activation; the bias add and the state copy are
+    not counted (the conv convention)."""
+    k = ctx.shape(ctx.input(1))[-1]
+    macs = ctx.out_elems(0) * k
+    act = str(ctx.attr("activation", "none")).lower()
+    extra = 5 * ctx.out_elems(0) if act in ("silu", "swish") else 0
+    return OpCost(macs=macs, flops=2 * macs + extra)

@@ -26,7 +26,7 @@ UNARY: dict[str, tuple[int, str]] = {
     "hard_sigmoid": (4, "max(0, min(1, a*x+b))"),
     "hard_swish": (5, "x * relu6(x+3) / 6"),
     "swish": (5, "x * sigmoid(x)"),
-    "gelu": (5, "0.5*x*(1+erf(x/sqrt(2)))"),
+    "gelu": (5, "0.5*x*(1+erf(x/sqrt(2))); 8 with approximate='tanh' (see gelu_tanh)"),
     "mish": (5, "x * tanh(softplus(x))"),
     "softplus": (3, "log(1+exp(x))"),
     "softsign": (3, "x/(1+|x|)"),
@@ -98,11 +98,15 @@ BINARY: dict[str, tuple[int, str]] = {
 }
 
 # Arguments that bound or parameterise the op rather than carry weights.
-_ARGS: dict[str, tuple[int, ...]] = {"clip": (1, 2), "quantize": (1, 2), "dequantize": (1, 2)}
+_ARGS: dict[str, tuple[int, ...]] = {
+    "clip": (1, 2), "quantize": (1, 2), "dequantize": (1, 2),
+}  # fmt: skip
 
 
 def _per_element(op: str, n: int, formula: str) -> CostFn:
     def cost(ctx: OpContext) -> OpCost:
+        if op == "gelu" and ctx.attr("approximate") == "tanh":
+            return OpCost(flops=UNARY["gelu_tanh"][0] * ctx.all_out_elems())
         return OpCost(flops=n * ctx.all_out_elems())
 
     cost.__doc__ = f"0 MACs; {n} FLOP(s) per output element: {formula}."
@@ -126,3 +130,14 @@ def variadic_mean_cost(ctx: OpContext) -> OpCost:
     """0 MACs; (inputs - 1) adds + 1 divide = inputs FLOPs per output element."""
     n_in = sum(1 for t in ctx.inputs if t is not None)
     return OpCost(flops=n_in * ctx.out_elems())
+
+
+@register("rotary_embedding", family="elementwise", arg_inputs=(1, 2, 3))
+def rotary_embedding_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; 3 FLOPs per rotated element (x1*cos - x2*sin, or x2*cos + x1*sin); with
+    a partial rotation (rotary_embedding_dim < head size) the rest is copied, 0 FLOPs.
+    The cos/sin caches are arguments, not parameters."""
+    x = ctx.shape(ctx.input(0))
+    head = x[-1] if len(x) == 4 else x[-1] // max(ctx.int_attr("num_heads", 1), 1)
+    rot = ctx.int_attr("rotary_embedding_dim", 0) or head
+    return OpCost(flops=3 * ctx.out_elems() * rot // head)

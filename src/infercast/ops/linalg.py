@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from infercast.ir.views import static_shape
+from infercast.ir.views import numel, static_shape
 from infercast.ops.registry import OpContext, OpCost, register
 
 
@@ -60,10 +60,13 @@ _EINSUM_TERM = re.compile(r"[A-Za-z]|\.\.\.")
 
 @register("einsum", family="linalg")
 def einsum_cost(ctx: OpContext) -> OpCost:
-    """MACs = product of the sizes of every index in the equation (each output
-    element sums over the contracted indices), when at least one index is
-    contracted; otherwise it is an elementwise product: 0 MACs and
-    (operands - 1) FLOPs per output element."""
+    """Counted as its naive evaluation: one term per combination of all index values
+    (product P of every index size). With two or more operands and a summed index,
+    MACs = P and FLOPs = P x operands ((operands - 1) multiplies + 1 add per term: 2 x
+    MACs for a matrix product). A single operand with a summed index is a reduction:
+    0 MACs, P FLOPs (one add per input value). With no summed index it is an
+    elementwise product: 0 MACs, (operands - 1) FLOPs per output element; a pure
+    re-indexing (transpose, diagonal) is data movement, 0 FLOPs."""
     eq = str(ctx.attr("equation", "")).replace(" ", "")
     lhs, _, rhs = eq.partition("->")
     terms = lhs.split(",")
@@ -79,7 +82,7 @@ def einsum_cost(ctx: OpContext) -> OpCost:
             letters = [*letters[:i], *(f"@{j}" for j in range(n_ell)), *letters[i + 1 :]]
         for letter, d in zip(letters, shape, strict=False):
             sizes[letter] = max(sizes.get(letter, 1), d)
-    if not rhs and "->" not in eq:
+    if "->" not in eq:
         # Implicit output: letters appearing once, alphabetically.
         counts: dict[str, int] = {}
         for term in terms:
@@ -88,37 +91,115 @@ def einsum_cost(ctx: OpContext) -> OpCost:
         out_letters = {k for k, v in counts.items() if v == 1}
     else:
         out_letters = set(_EINSUM_TERM.findall(rhs))
-    contracted = [k for k in sizes if k not in out_letters and not k.startswith("@")]
-    if not contracted:
-        n = ctx.out_elems()
-        return OpCost(flops=max(len(terms) - 1, 0) * n)
+    summed = [k for k in sizes if k not in out_letters and not k.startswith("@")]
+    operands = len(terms)
+    if not summed:
+        return OpCost(flops=max(operands - 1, 0) * ctx.out_elems())
     total = 1
     for d in sizes.values():
         total *= d
-    return OpCost(macs=total, flops=2 * total)
+    if operands == 1:
+        return OpCost(flops=total)
+    return OpCost(macs=total, flops=total * operands)
+
+
+def _attention_dims(ctx: OpContext) -> tuple[int, int, int, int, int, int]:
+    """(batch, q heads, q length, total kv length, head dim, value head dim)."""
+    q = static_shape(ctx.input(0))
+    k = static_shape(ctx.input(1))
+    v = static_shape(ctx.input(2))
+    if len(q) == 4:
+        b, heads, sq, d = q
+        skv = k[2]
+        vd = v[3]
+    else:  # 3-D [batch, seq, heads * dim]: head counts are attributes
+        heads = ctx.int_attr("q_num_heads", 1)
+        kv_heads = ctx.int_attr("kv_num_heads", heads)
+        b, sq, _ = q
+        skv = k[1]
+        d = k[2] // kv_heads
+        vd = v[2] // kv_heads
+    past = ctx.inputs[4] if len(ctx.inputs) > 4 else None
+    if past is not None:
+        skv += static_shape(past)[2]
+    return b, heads, sq, skv, d, vd
 
 
 @register("attention", family="linalg")
 def attention_cost(ctx: OpContext) -> OpCost:
     """Scaled dot-product attention (ONNX Attention, opset 23): MACs = Q·K^T plus
-    P·V = batch x heads x (q_len x kv_len x head_dim + q_len x kv_len x v_head_dim);
-    FLOPs = 2 x MACs + 5 per attention score for the softmax and scaling."""
-    q = static_shape(ctx.input(0))
-    k = static_shape(ctx.input(1))
-    v = static_shape(ctx.input(2))
-    if len(q) != 4 or len(k) != 4 or len(v) != 4:
-        # 3-D form [batch, seq, heads*dim]: head count is an attribute.
-        heads = ctx.int_attr("q_num_heads", 1)
-        kv_heads = ctx.int_attr("kv_num_heads", heads)
-        b, sq, hd = q
-        _, skv, khd = k
-        vd = v[2] // kv_heads
-        d = hd // heads
-        del khd
-    else:
-        b, heads, sq, d = q
-        skv = k[2]
-        vd = v[3]
+    P·V = batch x q_heads x q_len x kv_len x (head_dim + v_head_dim), kv_len including
+    past_key; FLOPs = 2 x MACs + 5 per attention score (scale, and softmax: max,
+    subtract, exp, sum, divide counted as 4) + 1 per score for an attn_mask add + 3 per
+    score for a softcap (divide, tanh, multiply)."""
+    b, heads, sq, skv, d, vd = _attention_dims(ctx)
     scores = b * heads * sq * skv
     macs = scores * d + scores * vd
-    return OpCost(macs=macs, flops=2 * macs + 5 * scores)
+    extra = 5 + (1 if len(ctx.inputs) > 3 and ctx.inputs[3] is not None else 0)
+    softcap = ctx.attr("softcap", 0.0)
+    if isinstance(softcap, int | float) and softcap > 0:
+        extra += 3
+    return OpCost(macs=macs, flops=2 * macs + extra * scores)
+
+
+@register("ai.onnx.preview:flex_attention", family="linalg")
+def flex_attention_cost(ctx: OpContext) -> OpCost:
+    """As ``attention`` (rank-4 inputs): MACs = batch x q_heads x q_len x kv_len x
+    (head_dim + v_head_dim); FLOPs = 2 x MACs + 5 per score (scale, softmax), plus
+    the MACs and FLOPs of the score_mod / prob_mod subgraphs (each applied once to
+    the whole score tensor)."""
+    from infercast.ops.control import body_costs
+
+    b, heads, sq, skv, d, vd = _attention_dims(ctx)
+    scores = b * heads * sq * skv
+    macs = scores * (d + vd)
+    mods = body_costs(ctx)
+    return OpCost(
+        macs=macs + sum(c.macs for c in mods),
+        flops=2 * macs + 5 * scores + sum(c.flops for c in mods),
+    )
+
+
+_DELTA_RULES = ("delta", "gated_delta")
+
+
+@register("linear_attention", family="linalg")
+def linear_attention_cost(ctx: OpContext) -> OpCost:
+    """Recurrent linear attention (ONNX LinearAttention), per token: each KV head
+    updates its d_k x d_v state with an outer product (d_k·d_v MACs; the delta rules
+    also read S^T k, another d_k·d_v), each query head reads q^T S (d_k·d_v MACs).
+    MACs = batch x T x (kv_heads x d_k x d_v x (2 for delta rules, else 1) + q_heads x
+    d_k x d_v). FLOPs = 2 x MACs + the gated decay (1 multiply per state element and
+    1 exp per decay value) + the delta correction (2 per value element per KV head:
+    v - S^T k, times beta) + 1 scale multiply per output element."""
+    b, t, qd = static_shape(ctx.input(0))
+    k = static_shape(ctx.input(1))
+    v = static_shape(ctx.input(2))
+    hq = ctx.int_attr("q_num_heads", 1)
+    hkv = ctx.int_attr("kv_num_heads", hq)
+    dk = k[2] // hkv
+    dv = v[2] // hkv
+    rule = str(ctx.attr("update_rule", "gated_delta"))
+    state = b * t * hkv * dk * dv
+    macs = state * (2 if rule in _DELTA_RULES else 1) + b * t * hq * dk * dv
+    flops = 2 * macs + b * t * hq * dv
+    if rule.startswith("gated"):
+        decay = ctx.inputs[4] if len(ctx.inputs) > 4 else None
+        flops += state + (numel(decay) if decay is not None else 0)
+    if rule in _DELTA_RULES:
+        flops += 2 * b * t * hkv * dv
+    del qd
+    return OpCost(macs=macs, flops=flops)
+
+
+@register("det", family="linalg")
+def det_cost(ctx: OpContext) -> OpCost:
+    """0 MACs (not a product the MAC figures cover); per n x n matrix an LU
+    factorisation, 2n^3/3 FLOPs (Golub & Van Loan, Matrix Computations, 3.2), plus n
+    multiplies for the product of the diagonal."""
+    shape = static_shape(ctx.input(0))
+    n = shape[-1]
+    batch = 1
+    for d in shape[:-2]:
+        batch *= d
+    return OpCost(flops=batch * ((2 * n**3 + 2) // 3 + n))

@@ -7,6 +7,9 @@ Listed input positions are arguments (shapes, indices, axes), not weights.
 
 from __future__ import annotations
 
+import math
+
+from infercast.ir.views import static_shape
 from infercast.ops.registry import OpContext, OpCost, register
 
 # op -> argument input positions
@@ -24,17 +27,14 @@ MOVEMENT: dict[str, tuple[int, ...]] = {
     "dropout": (1, 2), "optional": (), "optional_get_element": (), "optional_has_element": (),
     "sequence_construct": (), "sequence_at": (1,), "sequence_empty": (), "sequence_insert": (2,),
     "sequence_erase": (1,), "sequence_length": (), "split_to_sequence": (1,),
-    "concat_from_sequence": (), "col2im": (1, 2), "center_crop_pad": (1,), "bitcast": (),
+    "concat_from_sequence": (), "center_crop_pad": (1,), "bitcast": (),
     "select": (), "select_v2": (), "gather_block_quantized": (1,), "broadcast_args": (0, 1),
-    "var_handle": (), "read_variable": (), "assign_variable": (), "random_uniform": (0,),
-    "random_normal": (), "random_uniform_like": (), "random_normal_like": (), "multinomial": (),
-    "bernoulli": (), "embedding_lookup": (0,), "hashtable_lookup": (0, 1), "string_split": (),
+    "var_handle": (), "read_variable": (), "assign_variable": (),
+    "embedding_lookup": (0,), "hashtable_lookup": (0, 1), "string_split": (),
     "string_concat": (), "string_normalizer": (), "regex_full_match": (), "label_encoder": (),
     "tensor_scatter_update": (1,), "dynamic_update_slice": (2,), "rank": (), "where_index": (),
-    "local_response_norm_args": (), "image_decoder": (), "affine_grid": (1,), "grid_sample": (),
-    "dft": (1, 2), "stft": (1, 2, 3), "window": (0,), "hann_window": (0,),
-    "hamming_window": (0,), "blackman_window": (0,), "mel_weight_matrix": (0, 1, 2, 3, 4),
-}
+    "local_response_norm_args": (), "tensor_scatter": (2,),
+}  # fmt: skip
 
 
 def movement_cost(ctx: OpContext) -> OpCost:
@@ -47,17 +47,88 @@ for _op, _args in MOVEMENT.items():
     register(_op, family="movement", arg_inputs=_args)(movement_cost)
 
 
+def interpolation_flops(mode: str, d: int) -> int:
+    """FLOPs to interpolate one output value from its taps over ``d`` axes."""
+    mode = mode.lower()
+    if "linear" in mode:
+        return 3 * ((1 << d) - 1)
+    if "cubic" in mode:
+        return 2 * (1 << (2 * d))
+    return 0
+
+
 @register("resize", family="movement", arg_inputs=(1, 2, 3))
 def resize_cost(ctx: OpContext) -> OpCost:
     """0 MACs. FLOPs per output element: nearest 0; (bi/tri)linear 3 x (2^d - 1)
     (one lerp of 3 FLOPs per pair of taps, d resized axes); cubic 2 x 4^d."""
-    mode = str(ctx.attr("mode", "nearest")).lower()
-    d = ctx.int_attr("resized_axes", 2)
-    if "linear" in mode:
-        return OpCost(flops=ctx.out_elems() * 3 * (2**d - 1))
-    if "cubic" in mode:
-        return OpCost(flops=ctx.out_elems() * 2 * 4**d)
-    return OpCost()
+    mode = str(ctx.attr("mode", "nearest"))
+    per = interpolation_flops(mode, ctx.int_attr("resized_axes", 2))
+    return OpCost(flops=ctx.out_elems() * per)
+
+
+@register("grid_sample", family="movement")
+def grid_sample_cost(ctx: OpContext) -> OpCost:
+    """0 MACs. FLOPs per output element as ``resize`` over the d sampled axes (nearest
+    0, linear 3 x (2^d - 1), cubic 2 x 4^d), plus 2 per axis per output position (the
+    grid coordinate's unnormalisation, shared by the channels)."""
+    y = static_shape(ctx.outputs[0])
+    d = len(y) - 2
+    mode = str(ctx.attr("mode", "linear"))
+    positions = y[0] * math.prod(y[2:])
+    return OpCost(flops=ctx.out_elems() * interpolation_flops(mode, d) + positions * 2 * d)
+
+
+@register("affine_grid", family="movement", arg_inputs=(1,))
+def affine_grid_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; 2 x d FLOPs per output element (d = 2 or 3 spatial axes): each output
+    coordinate is a row of theta times the homogeneous base point (d multiplies and d
+    adds); generating the base grid is not counted."""
+    y = static_shape(ctx.outputs[0])
+    return OpCost(flops=ctx.out_elems() * 2 * y[-1])
+
+
+@register("col2im", family="movement", arg_inputs=(1, 2))
+def col2im_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; 1 FLOP per input element: every column value is added into its image
+    position (overlapping blocks accumulate)."""
+    return OpCost(flops=ctx.in_elems(0))
+
+
+@register("random_uniform", "random_uniform_like", "random_normal", "random_normal_like",
+          family="movement")  # fmt: skip
+def random_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; 2 FLOPs per output element: the generator's raw value scaled and
+    shifted (to [low, high), or by scale and mean). The random number generator
+    itself is not counted."""
+    return OpCost(flops=2 * ctx.out_elems())
+
+
+@register("bernoulli", family="movement")
+def bernoulli_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; 1 FLOP per output element: a uniform draw compared with the input
+    probability (the generator itself is not counted)."""
+    return OpCost(flops=ctx.out_elems())
+
+
+@register("multinomial", family="movement")
+def multinomial_cost(ctx: OpContext) -> OpCost:
+    """0 MACs; per batch row 2 FLOPs per class (exp of the unnormalised
+    log-probability, running sum for the cumulative distribution) plus
+    ceil(log2(classes)) compares per sample (a binary search). The random number
+    generator itself is not counted."""
+    batch, classes = static_shape(ctx.input(0))
+    samples = ctx.int_attr("sample_size", 1)
+    search = math.ceil(math.log2(classes)) if classes > 1 else 0
+    return OpCost(flops=batch * (2 * classes + samples * search))
+
+
+@register("image_decoder", family="movement")
+def image_decoder_cost(ctx: OpContext) -> OpCost:
+    """0 MACs and 0 FLOPs counted: decoding (entropy decoding, inverse DCT, colour
+    conversion) depends on the codec and the encoded content, which are not known
+    statically; the output shape is data-dependent too. Reported, never a silent zero:
+    the layer's note says the decode cost is not modelled."""
+    return OpCost(note="decode cost not modelled (codec- and content-dependent)")
 
 
 @register("non_max_suppression", family="detection", arg_inputs=(2, 3, 4))

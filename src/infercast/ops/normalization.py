@@ -14,6 +14,7 @@ _PER_INPUT: dict[str, tuple[int, str]] = {
     "rms_normalization": (4, "square, add, multiply by rsqrt, scale"),
     "mean_variance_normalization": (5, "mean, variance (sub, square, add), normalise"),
     "l2_normalization": (3, "square, add, multiply by rsqrt"),
+    "lp_normalization": (3, "|x| or x^2, add, divide by the norm (root per vector not counted)"),
     "lrn": (0, "see local_response_normalization"),
     "softmax": (5, "max, subtract, exp, sum, divide"),
     "log_softmax": (5, "max, subtract, exp, sum, subtract log"),

@@ -12,8 +12,11 @@ frontend could not determine them (ONNX shape inference falls short).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.views import numel, static_shape
@@ -40,6 +43,9 @@ class OpContext:
     node: Node
     inputs: list[Tensor | None]
     outputs: list[Tensor]
+    values: Mapping[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Values known statically beyond the constants' own (shape inference propagates
+    them, e.g. the output of ``Shape`` on a static tensor)."""
 
     @property
     def layout(self) -> str:
@@ -61,6 +67,15 @@ class OpContext:
     def has_input(self, i: int) -> bool:
         return i < len(self.inputs) and self.inputs[i] is not None
 
+    def value(self, i: int) -> np.ndarray[Any, Any] | None:
+        """The value of input ``i`` when it is known statically, else None."""
+        t = self.inputs[i] if i < len(self.inputs) else None
+        if t is None:
+            return None
+        if t.is_constant and t.value is not None:
+            return t.value
+        return self.values.get(t.name)
+
     def out_elems(self, i: int = 0) -> int:
         return numel(self.outputs[i])
 
@@ -75,7 +90,9 @@ class OpContext:
 
 
 CostFn = Callable[[OpContext], OpCost]
-InferFn = Callable[[OpContext], list[Shape]]
+InferFn = Callable[[OpContext], list[Shape | None]]
+"""Output shapes by position in ``node.outputs`` (None: not known); shorter lists leave
+the remaining outputs unknown."""
 
 
 @dataclass(frozen=True)
@@ -139,13 +156,15 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    # Importing the modules registers their handlers.
-    from infercast.ops import (  # noqa: F401
-        conv,
-        elementwise,
-        linalg,
-        movement,
-        normalization,
-        pool,
-        recurrent,
-    )
+    # Importing the modules registers their handlers; ``shapes`` comes last, as it
+    # attaches the ``infer`` rules to handlers the others registered.
+    import importlib
+
+    for module in _HANDLER_MODULES:
+        importlib.import_module(f"infercast.ops.{module}")
+
+
+_HANDLER_MODULES = (
+    "control", "conv", "elementwise", "linalg", "loss", "ml", "movement", "normalization",
+    "pool", "recurrent", "signal", "training", "shapes",
+)  # fmt: skip
