@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from infercast.analysis.memory import plan_graph
 from infercast.cli import main
-from infercast.targets import live_tensor_peak_bytes, load_target, place
+from infercast.targets import load_target, place
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import write_all
@@ -365,7 +366,9 @@ def test_peak_of_a_chain_is_the_largest_in_plus_out(_keras_dir: Path) -> None:
         io.append(
             sum(t.nbytes or 0 for t in ins) + sum(g.tensors[o].nbytes or 0 for o in n.outputs)
         )
-    assert live_tensor_peak_bytes(g) == max(io) == 112 * 112 * (32 + 64)
+    memory = plan_graph(g)
+    assert memory.lower_bound_bytes == max(io) == 112 * 112 * (32 + 64)
+    assert memory.arena_bytes == memory.lower_bound_bytes
 
 
 def test_planner_can_be_plugged_in(_keras_dir: Path) -> None:

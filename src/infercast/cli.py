@@ -133,6 +133,125 @@ def analyze(
         _render_rich(rep.render_table(result, memory=memory), output)
 
 
+# --- targets and placement (issue 4) ------------------------------------------ #
+targets_app = typer.Typer(
+    help="Device targets: list the built-in ones, show one with every value resolved.",
+    invoke_without_command=True,
+)
+app.add_typer(targets_app, name="targets")
+
+
+@targets_app.callback()
+def _targets_root(ctx: typer.Context) -> None:
+    """Device targets: list the built-in ones, show one with every value resolved."""
+    if ctx.invoked_subcommand is None:
+        _emit(ctx.get_help(), None)
+
+
+class ShowFormat(StrEnum):
+    toml = "toml"
+    json = "json"
+
+
+class CheckFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")]
+TargetOpt = Annotated[
+    str,
+    typer.Option(
+        "--target", "-t", help="A built-in target name (see `targets list`) or a .toml file."
+    ),
+]
+
+
+@targets_app.command("list")
+def targets_list(
+    fmt: CheckFormatOpt = CheckFormat.table,
+) -> None:
+    """The built-in targets: accelerator, fallback, peak int8 / fp32 ops/s."""
+    from infercast.targets import list_targets
+
+    targets = list_targets()
+    if fmt is CheckFormat.json:
+        rows = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "accelerator": t.placement.accelerator,
+                "fallback": t.placement.fallback,
+                "file": t.path,
+                "peak_ops_per_s": {u.name: dict(u.peak_ops_per_s) for u in t.units.values()},
+            }
+            for t in targets
+        ]
+        _emit(json.dumps(rows, indent=1), None)
+        return
+    from rich.table import Table
+
+    from infercast.report.units import human_count
+
+    table = Table(title="infercast targets (use --target NAME, or --target path/to/your.toml)")
+    for col in ("name", "accelerator", "peak int8 ops/s", "peak fp32 ops/s", "description"):
+        table.add_column(col, overflow="fold")
+    for t in targets:
+        unit = t.accelerator or t.fallback
+        i8, f32 = unit.peak("int8"), unit.peak("fp32")
+        table.add_row(
+            t.name, t.placement.accelerator or "– (CPU only)",
+            human_count(i8) if i8 else "–", human_count(f32) if f32 else "–", t.description,
+        )
+    _render_rich(table, None)
+
+
+@targets_app.command("show")
+def targets_show(
+    name: Annotated[str, typer.Argument(help="A built-in target name or a .toml file.")],
+    fmt: Annotated[ShowFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        ShowFormat.toml
+    ),
+) -> None:
+    """Print a target with `extends` merged and host values detected (valid as a target file)."""
+    from infercast.targets import load_target
+    from infercast.targets.loader import to_toml
+
+    t = load_target(name)
+    if fmt is ShowFormat.json:
+        _emit(json.dumps(t.raw, indent=1), None)
+        return
+    header = f"# {t.name}: resolved from {', '.join(Path(p).name for p in t.chain)}\n"
+    _emit(header + to_toml(dict(t.raw)), None)
+
+
+@app.command()
+def check(
+    model: Annotated[Path, typer.Argument(help="A .tflite or .onnx model file.")],
+    target: TargetOpt,
+    input_shape: InputShapeOpt = None,
+    fmt: CheckFormatOpt = CheckFormat.table,
+    output: OutOpt = None,
+) -> None:
+    """Where each op of MODEL runs on TARGET and why; segments, crossings, memory fit.
+
+    Exit status: 0 when everything runs on the accelerator and fits, 3 when
+    something falls back to the CPU or does not fit, 2 on bad input.
+    """
+    from infercast.frontends import parse_input_shapes
+    from infercast.targets import load_target, place
+    from infercast.targets.placement import render_table
+
+    tgt = load_target(target)
+    report = place(model, tgt, parse_input_shapes(input_shape or []))
+    if fmt is CheckFormat.json:
+        _emit(json.dumps(report.to_dict(), indent=1), output)
+    else:
+        _render_rich(render_table(report), output)
+    if report.exit_code:
+        raise SystemExit(report.exit_code)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app, turning every error into one line on stderr."""
     try:

@@ -57,6 +57,7 @@ In-place mode (optional, off by default, labelled in every output)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -115,13 +116,19 @@ class TensorLifetime:
 
 @dataclass(frozen=True)
 class Buffer:
-    """A region the arena must hold: one tensor, or several that share it."""
+    """A region the arena must hold: one tensor, or several that share it.
+
+    Tensors sharing a buffer all start at its offset, so at each step it needs
+    the largest of its tensors alive then: ``segments`` are the (bytes, first,
+    last) pieces of that footprint; ``nbytes`` is the largest.
+    """
 
     key: str
     nbytes: int
     first: int
     last: int
     tensors: tuple[str, ...]
+    segments: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,7 @@ class _Builder:
         self.scope_spans: dict[tuple[str, int], tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
         self.graphs: dict[str, Graph] = {}
+        self.key_cache: dict[tuple[int, str], str | None] = {}
         self.stack: list[int] = []
         self.notes: list[str] = []
 
@@ -206,7 +214,11 @@ class _Builder:
         return k
 
     def touch(self, g: Graph, name: str, step: int) -> str | None:
-        k = self.arena_key(g, name)
+        ck = (id(g), name)
+        if ck in self.key_cache:
+            k = self.key_cache[ck]
+        else:
+            k = self.key_cache[ck] = self.arena_key(g, name)
         if k is None:
             return None
         f = self.first.get(k)
@@ -316,9 +328,20 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             k = parent[k]
         return k
 
+    # Graph inputs and outputs (of the main graph and of each called subgraph): an
+    # op never writes in place over a buffer that holds one.
+    pinned = {
+        b.key(g, n)
+        for g in b.graphs.values()
+        for n in (*g.inputs, *g.outputs)
+        if n and b.key(g, n) in parent
+    }
+
     def merge(into: str, k: str, how: str) -> None:
         r = find(into)
         parent[k] = r
+        if k in pinned:
+            pinned.add(r)
         size[r] = max(size[r], size[k])
         bfirst[r] = min(bfirst[r], bfirst[k])
         blast[r] = max(blast[r], blast[k])
@@ -369,7 +392,7 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             # only for nodes that run once (a subgraph run twice reuses its buffers).
             if b.runs.get(step.scope, 0) != 1 or span[0] != span[1]:
                 continue
-            if blast[r] != step.index or size[out] > size[r]:
+            if blast[r] != step.index or size[out] > size[r] or r in pinned:
                 continue
             if node.op != "depthwise_conv" and in_t.elements != out_t.elements:
                 continue
@@ -406,7 +429,19 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
                 dtype=t.dtype.value,
             )
         )
-    buffers = tuple(Buffer(r, size[r], bfirst[r], blast[r], tuple(ms)) for r, ms in members.items())
+    buffers = tuple(
+        Buffer(
+            r,
+            size[r],
+            bfirst[r],
+            blast[r],
+            tuple(ms),
+            _footprint(
+                [(size_of(b.where[k][0].tensors[b.where[k][1]]), b.first[k], b.last[k]) for k in ms]
+            ),
+        )
+        for r, ms in members.items()
+    )
     notes = list(b.notes)
     if b.unsized:
         notes.append(
@@ -463,13 +498,32 @@ def size_of(t: Tensor) -> int:
     return 0 if n is None else n
 
 
+def _footprint(members: list[tuple[int, int, int]]) -> tuple[tuple[int, int, int], ...]:
+    """(bytes, first, last) of the tensors sharing a buffer -> the buffer's size over
+    time: at each step the largest tensor alive, as maximal constant pieces."""
+    if len(members) == 1:
+        return (members[0],)
+    points = sorted({f for _, f, _ in members} | {la + 1 for _, _, la in members})
+    out: list[tuple[int, int, int]] = []
+    for a, b in itertools.pairwise(points):
+        n = max((s for s, f, la in members if f <= a and la >= b - 1), default=0)
+        if n == 0:
+            continue
+        if out and out[-1][0] == n and out[-1][2] == a - 1:
+            out[-1] = (n, out[-1][1], b - 1)
+        else:
+            out.append((n, a, b - 1))
+    return tuple(out)
+
+
 def live_bytes_per_step(n_steps: int, buffers: Iterable[Buffer], alignment: int = 1) -> list[int]:
-    """Sum of buffer sizes (rounded up to ``alignment``) alive at each step."""
+    """Bytes (each piece rounded up to ``alignment``) alive at each step."""
     diff = [0] * (n_steps + 1)
     for buf in buffers:
-        n = -(-buf.nbytes // alignment) * alignment
-        diff[buf.first] += n
-        diff[buf.last + 1] -= n
+        for size, first, last in buf.segments or ((buf.nbytes, buf.first, buf.last),):
+            n = -(-size // alignment) * alignment
+            diff[first] += n
+            diff[last + 1] -= n
     out = []
     acc = 0
     for i in range(n_steps):

@@ -5,7 +5,7 @@
 """
 
 from infercast.targets.loader import builtin_names, list_targets, load_target
-from infercast.targets.placement import PlacementReport, live_tensor_peak_bytes, place
+from infercast.targets.placement import PlacementReport, place, planned_arena_bytes
 from infercast.targets.schema import Target, TargetError
 
 __all__ = [
@@ -14,7 +14,7 @@ __all__ = [
     "TargetError",
     "builtin_names",
     "list_targets",
-    "live_tensor_peak_bytes",
     "load_target",
     "place",
+    "planned_arena_bytes",
 ]

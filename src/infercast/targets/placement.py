@@ -12,10 +12,9 @@ target declares:
 * ``weights`` / ``accelerator_weights``: the unique weight tensors of all nodes /
   of accelerator nodes (the Edge TPU's parameter cache; beyond it parameters
   are streamed, ``on_overflow = "stream"``);
-* ``activations``: the peak of simultaneously live activations, a lower bound of
-  the arena (Ethos-U's arena in SRAM). The peak comes from the
-  ``peak_activation_bytes`` callable, so a real memory planner can replace
-  :func:`live_tensor_peak_bytes` in one line.
+* ``activations``: the activation arena (Ethos-U's arena in SRAM), from the
+  ``peak_activation_bytes`` callable; by default :func:`planned_arena_bytes`,
+  the arena of infercast's memory plan.
 
 Bytes are those of the tensors as the device holds them: the model's dtypes,
 except where the target's compiler re-types float tensors
@@ -271,43 +270,12 @@ class PlacementReport:
 # --------------------------------------------------------------------------- #
 
 
-def live_tensor_peak_bytes(graph: Graph) -> int:
-    """Peak bytes of simultaneously live activations over the execution order.
+def planned_arena_bytes(graph: Graph) -> int:
+    """The activation arena of infercast's memory plan (analysis/memory.py): tensor
+    lifetimes over the execution order, packed by the smallest of its planners."""
+    from infercast.analysis.memory import plan_graph
 
-    A tensor is live from the step that produces it (model inputs: from the
-    start) to the last step that reads it (model outputs: to the end). The sum
-    at the worst step is a lower bound of any arena: a planner that packs
-    perfectly and never reuses a buffer in place reaches it. Constants and
-    tensors of unknown size are not counted.
-    """
-    nodes = [n for n in graph.nodes if not n.attrs.get("folded")]
-    n_steps = len(nodes)
-    born: dict[str, int] = {name: 0 for name in graph.inputs}
-    last: dict[str, int] = {}
-    for step, node in enumerate(nodes):
-        for name in node.inputs:
-            if name:
-                last[name] = step
-        for name in node.outputs:
-            if name:
-                born.setdefault(name, step)
-                last.setdefault(name, step)
-    for name in graph.outputs:
-        last[name] = n_steps - 1
-    deltas = [0] * (n_steps + 1)
-    for name, start in born.items():
-        t = graph.tensors.get(name)
-        if t is None or t.is_constant or t.is_variable:
-            continue
-        nb = t.nbytes or 0
-        end = last.get(name, start)
-        deltas[start] += nb
-        deltas[end + 1] -= nb
-    peak = cur = 0
-    for d in deltas[:n_steps]:
-        cur += d
-        peak = max(peak, cur)
-    return peak
+    return plan_graph(graph).arena_bytes
 
 
 # --------------------------------------------------------------------------- #
@@ -599,7 +567,7 @@ def place(
     target: Target | str,
     input_shapes: Mapping[str, Shape] | None = None,
     *,
-    peak_activation_bytes: PeakFn = live_tensor_peak_bytes,
+    peak_activation_bytes: PeakFn = planned_arena_bytes,
 ) -> PlacementReport:
     """Place every node of ``model`` on ``target`` (a :class:`Target` or a name / path)."""
     from infercast.targets.loader import load_target
