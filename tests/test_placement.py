@@ -26,23 +26,6 @@ from test_placement_craft import write_all
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _fixture_dir(group: str) -> Path:
-    sys.path.insert(0, str(REPO / "tools"))
-    from build_fixtures import ensure
-
-    return Path(ensure(group))
-
-
-@pytest.fixture(scope="session")
-def _keras_dir() -> Path:
-    return _fixture_dir("keras")
-
-
-@pytest.fixture(scope="session")
-def _edge_dir() -> Path:
-    return _fixture_dir("edge")
-
-
 @pytest.fixture(scope="session")
 def _craft(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return write_all(tmp_path_factory.mktemp("craft"))
@@ -124,10 +107,10 @@ def litert_memory(path: Path, float_bytes: int | None = None) -> tuple[int, int]
 
 
 def test_float_model_on_edgetpu_places_nothing(
-    _keras_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    keras_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Edge TPU: fully 8-bit models only (coral.ai models-intro)."""
-    model = _keras_dir / "mobilenet_v2_fp32.tflite"
+    model = keras_dir / "mobilenet_v2_fp32.tflite"
     report = place(model, "edgetpu-usb")
     assert report.counts() == {"accelerator": 0, "partial": 0, "cpu": len(report.layers)}
     for ly in report.layers:
@@ -162,8 +145,8 @@ K210_CONVS = [
 ]
 
 
-def test_k210_kernels_and_asymmetric_padding(_edge_dir: Path) -> None:
-    report = place(_edge_dir / "convs_5x5_7x7.tflite", "k210-kpu")
+def test_k210_kernels_and_asymmetric_padding(edge_dir: Path) -> None:
+    report = place(edge_dir / "convs_5x5_7x7.tflite", "k210-kpu")
     got = [
         (ly.placement, {r.check for r in ly.reasons if r.outcome != "note"}) for ly in report.layers
     ]
@@ -186,9 +169,9 @@ def test_k210_kernels_and_asymmetric_padding(_edge_dir: Path) -> None:
     assert report.fit["kpu_ram"].fits
 
 
-def test_k210_same_rules_on_the_onnx_export(_edge_dir: Path) -> None:
+def test_k210_same_rules_on_the_onnx_export(edge_dir: Path) -> None:
     """tf2onnx's export: a leading Transpose and a separate Relu per conv, same decisions."""
-    report = place(_edge_dir / "convs_5x5_7x7.onnx", "k210-kpu")
+    report = place(edge_dir / "convs_5x5_7x7.onnx", "k210-kpu")
     convs = [
         ly
         for ly in report.layers
@@ -212,9 +195,9 @@ def _float_k210(tmp_path: Path) -> str:
     return str(f)
 
 
-def test_fp32_activations_exceed_k210_memory(_keras_dir: Path, tmp_path: Path) -> None:
+def test_fp32_activations_exceed_k210_memory(keras_dir: Path, tmp_path: Path) -> None:
     """ResNet-50 in fp32: the live activations alone exceed the 6 MB main RAM."""
-    model = _keras_dir / "resnet50_fp32.tflite"
+    model = keras_dir / "resnet50_fp32.tflite"
     report = place(model, _float_k210(tmp_path))
     assert report.counts()["accelerator"] == 0
     assert all(any(r.check == "tensor_dtypes_in" for r in ly.reasons) for ly in report.layers)
@@ -227,9 +210,9 @@ def test_fp32_activations_exceed_k210_memory(_keras_dir: Path, tmp_path: Path) -
     assert report.exit_code == 3
 
 
-def test_resnet50_does_not_fit_k210_even_quantised(_keras_dir: Path) -> None:
+def test_resnet50_does_not_fit_k210_even_quantised(keras_dir: Path) -> None:
     """With nncase's uint8 quantisation every float element becomes one byte."""
-    model = _keras_dir / "resnet50_fp32.tflite"
+    model = keras_dir / "resnet50_fp32.tflite"
     report = place(model, "k210-kpu")
     weights, peak = litert_memory(model, float_bytes=1)
     fit = report.fit["main_ram"]
@@ -249,20 +232,20 @@ def test_kpu_ram_overflow_by_one_layer(_craft: dict[str, Path]) -> None:
     assert fit.blocking and report.exit_code == 3
 
 
-def test_op_the_vx_delegate_lacks(_edge_dir: Path) -> None:
+def test_op_the_vx_delegate_lacks(edge_dir: Path) -> None:
     """WHILE is "no" in tflite-vx-delegate's op_status.md."""
-    report = place(_edge_dir / "while_loop.tflite", "imx8mp-npu-vx")
+    report = place(edge_dir / "while_loop.tflite", "imx8mp-npu-vx")
     (ly,) = report.layers
     assert ly.native_op == "WHILE" and ly.placement == "cpu"
     assert [r.check for r in ly.reasons] == ["op_listed"] and ly.reasons[0].detail == "WHILE"
     assert "WHILE" in load_target("imx8mp-npu-vx").support.known_unsupported
 
 
-def test_vx_fallback_in_the_middle_costs_two_crossings(_edge_dir: Path) -> None:
+def test_vx_fallback_in_the_middle_costs_two_crossings(edge_dir: Path) -> None:
     """gru.tflite: RESHAPE -> WHILE -> STRIDED_SLICE. The WHILE falls back, so the graph has
     three segments and two crossings: the reshaped input (10x1x8 fp32) into the loop, and the
     loop's hidden state (1x1x16 fp32) back to the NPU."""
-    report = place(_edge_dir / "gru.tflite", "imx8mp-npu-vx")
+    report = place(edge_dir / "gru.tflite", "imx8mp-npu-vx")
     assert [ly.placement for ly in report.layers] == ["accelerator", "cpu", "accelerator"]
     assert [s.processor for s in report.segments] == ["accelerator", "cpu", "accelerator"]
     c = report.crossings_dict()
@@ -279,10 +262,10 @@ def test_vx_fallback_in_the_middle_costs_two_crossings(_edge_dir: Path) -> None:
     )
 
 
-def test_vx_per_channel_penalty_notes(_keras_dir: Path) -> None:
+def test_vx_per_channel_penalty_notes(keras_dir: Path) -> None:
     """Every conv / depthwise / FC whose weights LiteRT reports with several scales gets the
     per-channel note; the int8 path stays on the NN core."""
-    model = _keras_dir / "mobilenet_v2_int8.tflite"
+    model = keras_dir / "mobilenet_v2_int8.tflite"
     ops, tensors, _, _ = litert_graph(model)
     per_channel = 0
     for op in ops:
@@ -331,10 +314,10 @@ def test_edgetpu_one_segment_unless_multi(_craft: dict[str, Path], tmp_path: Pat
     assert len(multi.segments) == 5
 
 
-def test_edgetpu_parameters_beyond_the_cache_are_streamed(_keras_dir: Path) -> None:
+def test_edgetpu_parameters_beyond_the_cache_are_streamed(keras_dir: Path) -> None:
     """ResNet-50 int8: ~25 MB of parameters, ~8 MiB cached, the rest streamed each inference
     (not run on the CPU)."""
-    model = _keras_dir / "resnet50_int8.tflite"
+    model = keras_dir / "resnet50_int8.tflite"
     report = place(model, "edgetpu-pcie")
     assert report.all_on_accelerator
     weights, _ = litert_memory(model)
@@ -345,21 +328,21 @@ def test_edgetpu_parameters_beyond_the_cache_are_streamed(_keras_dir: Path) -> N
     assert report.exit_code == 0
 
 
-def test_kpu_layer_io_from_shapes(_keras_dir: Path) -> None:
+def test_kpu_layer_io_from_shapes(keras_dir: Path) -> None:
     """MobileNet v1 on the K210: the largest KPU layer is conv_pw_1, 112x112x32 in and
     112x112x64 out, one byte each after quantisation: 1.2 MB of the 2 MB KPU RAM."""
-    report = place(_keras_dir / "mobilenet_v1_fp32.tflite", "k210-kpu")
+    report = place(keras_dir / "mobilenet_v1_fp32.tflite", "k210-kpu")
     fit = report.fit["kpu_ram"]
     assert fit.required_bytes == 112 * 112 * (32 + 64) and fit.fits
     assert fit.worst_layer is not None and "conv_pw_1" in fit.worst_layer
 
 
-def test_peak_of_a_chain_is_the_largest_in_plus_out(_keras_dir: Path) -> None:
+def test_peak_of_a_chain_is_the_largest_in_plus_out(keras_dir: Path) -> None:
     """In a pure chain (MobileNet v1) each tensor feeds only the next op, so the live peak
     is max over ops of input + output bytes."""
     from infercast.frontends import load
 
-    g = load(_keras_dir / "mobilenet_v1_int8.tflite")
+    g = load(keras_dir / "mobilenet_v1_int8.tflite")
     io = []
     for n in g.nodes:
         ins = [g.tensors[i] for i in n.inputs if i and not g.tensors[i].is_constant]
@@ -371,8 +354,8 @@ def test_peak_of_a_chain_is_the_largest_in_plus_out(_keras_dir: Path) -> None:
     assert memory.arena_bytes == memory.lower_bound_bytes
 
 
-def test_planner_can_be_plugged_in(_keras_dir: Path) -> None:
-    model = _keras_dir / "mobilenet_v1_int8.tflite"
+def test_planner_can_be_plugged_in(keras_dir: Path) -> None:
+    model = keras_dir / "mobilenet_v1_int8.tflite"
     base = place(model, "ethos-u65-256")
     assert base.fit["dram"].fits
     huge = place(model, "ethos-u65-256", peak_activation_bytes=lambda g: 2**40)
@@ -380,9 +363,9 @@ def test_planner_can_be_plugged_in(_keras_dir: Path) -> None:
 
 
 def test_cpu_only_target_runs_everything_on_the_cpu(
-    _keras_dir: Path, capsys: pytest.CaptureFixture[str]
+    keras_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = _keras_dir / "mobilenet_v2_int8.tflite"
+    model = keras_dir / "mobilenet_v2_int8.tflite"
     report = place(model, "rpi4-cpu")
     assert {ly.placement for ly in report.layers} == {"cpu"} and not report.crossings
     weights, peak = litert_memory(model)
@@ -393,13 +376,13 @@ def test_cpu_only_target_runs_everything_on_the_cpu(
 
 
 def test_check_exit_codes(
-    _keras_dir: Path, _edge_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    keras_dir: Path, edge_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert (
-        main(["check", str(_edge_dir / "convs_5x5_7x7_int8.tflite"), "--target", "ethos-u55-128"])
+        main(["check", str(edge_dir / "convs_5x5_7x7_int8.tflite"), "--target", "ethos-u55-128"])
         == 0
     )
-    assert main(["check", str(_edge_dir / "convs_5x5_7x7.tflite"), "--target", "k210-kpu"]) == 3
+    assert main(["check", str(edge_dir / "convs_5x5_7x7.tflite"), "--target", "k210-kpu"]) == 3
     out = capsys.readouterr().out
     assert "kernel 5x5" in out and "Pad + KPU conv + Crop" in out
     assert main(["check", str(tmp_path / "missing.tflite"), "--target", "k210-kpu"]) == 2
@@ -407,7 +390,7 @@ def test_check_exit_codes(
     # A target file given by path works wherever --target is taken.
     f = tmp_path / "big-sram-u55.toml"
     f.write_text('extends = "ethos-u55-128"\n[memories.sram]\nsize_bytes = 4194304\n')
-    mv1 = _keras_dir / "mobilenet_v1_int8.tflite"
+    mv1 = keras_dir / "mobilenet_v1_int8.tflite"
     assert (
         main(["check", str(mv1), "--target", "ethos-u55-128", "-f", "json"]) == 3
     )  # 1.15 MiB arena > 512 KiB

@@ -40,23 +40,6 @@ _COUNTS = re.compile(r"^(CPU|NPU) operators = (\d+)")
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
-def _fixture_dir(group: str) -> Path:
-    sys.path.insert(0, str(REPO / "tools"))
-    from build_fixtures import ensure
-
-    return Path(ensure(group))
-
-
-@pytest.fixture(scope="session")
-def _keras_dir() -> Path:
-    return _fixture_dir("keras")
-
-
-@pytest.fixture(scope="session")
-def _edge_dir() -> Path:
-    return _fixture_dir("edge")
-
-
 @pytest.fixture(scope="session")
 def _crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("crafted")
@@ -153,20 +136,20 @@ def _check(model: Path, target: str, tmp_path: Path, expect_cpu: int | None = No
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v1_int8", "mobilenet_v2_int8"])
-def test_keras_int8_agrees_with_vela(_keras_dir: Path, tmp_path: Path, name: str) -> None:
-    _check(_keras_dir / f"{name}.tflite", "ethos-u55-128", tmp_path, expect_cpu=0)
+def test_keras_int8_agrees_with_vela(keras_dir: Path, tmp_path: Path, name: str) -> None:
+    _check(keras_dir / f"{name}.tflite", "ethos-u55-128", tmp_path, expect_cpu=0)
 
 
 @pytest.mark.slow
-def test_resnet50_int8_agrees_with_vela(_keras_dir: Path, tmp_path: Path) -> None:
-    _check(_keras_dir / "resnet50_int8.tflite", "ethos-u55-128", tmp_path, expect_cpu=0)
+def test_resnet50_int8_agrees_with_vela(keras_dir: Path, tmp_path: Path) -> None:
+    _check(keras_dir / "resnet50_int8.tflite", "ethos-u55-128", tmp_path, expect_cpu=0)
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v1_fp32", "mobilenet_v2_fp16"])
 def test_float_keras_models_stay_on_the_cpu_like_vela(
-    _keras_dir: Path, tmp_path: Path, name: str
+    keras_dir: Path, tmp_path: Path, name: str
 ) -> None:
-    model = _keras_dir / f"{name}.tflite"
+    model = keras_dir / f"{name}.tflite"
     _check(model, "ethos-u55-128", tmp_path)
     report = place(model, "ethos-u55-128")
     assert all(ly.placement == "cpu" for ly in report.layers)
@@ -182,8 +165,8 @@ def test_float_keras_models_stay_on_the_cpu_like_vela(
 @pytest.mark.parametrize(
     "name", ["convs_5x5_7x7_int8.tflite", "convs_5x5_7x7.tflite", "dynamic_range.tflite"]
 )
-def test_edge_fixtures_agree_with_vela(_edge_dir: Path, tmp_path: Path, name: str) -> None:
-    _check(_edge_dir / name, "ethos-u55-128", tmp_path)
+def test_edge_fixtures_agree_with_vela(edge_dir: Path, tmp_path: Path, name: str) -> None:
+    _check(edge_dir / name, "ethos-u55-128", tmp_path)
 
 
 @pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u65-256"])

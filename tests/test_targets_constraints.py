@@ -24,16 +24,11 @@ from test_placement_craft import write_all
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _fixture_dir(group: str) -> Path:
-    sys.path.insert(0, str(REPO / "tools"))
-    from build_fixtures import ensure
-
-    return Path(ensure(group))
-
-
 @pytest.fixture(scope="session")
-def _models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    keras, edge = _fixture_dir("keras"), _fixture_dir("edge")
+def _models(
+    tmp_path_factory: pytest.TempPathFactory, keras_dir: Path, edge_dir: Path
+) -> dict[str, Path]:
+    keras, edge = keras_dir, edge_dir
     out = {f"keras:{p.stem}": p for p in keras.glob("*.tflite")}
     out.update({f"edge:{p.name}": p for p in edge.iterdir() if p.suffix in (".tflite", ".onnx")})
     out.update({f"craft:{k}": v for k, v in write_all(tmp_path_factory.mktemp("craft")).items()})

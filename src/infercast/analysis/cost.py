@@ -23,13 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercast.analysis.loops import trip_count
-from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.views import ShapeUnknownError
-from infercast.ops.registry import Handler, OpContext, get_handler
+from infercast.ops.registry import OpContext, get_handler, weight_inputs
 
 CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
-_QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
 
 Status = str
 """``ok`` | ``folded`` (constant computation done once at load) | ``unsupported``
@@ -114,24 +112,6 @@ class Analysis:
         return [ly for ly in self.layers if ly.subgraph == self.graph.name]
 
 
-def _is_weight(t: Tensor) -> bool:
-    return t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE
-
-
-def _weight_inputs(node: Node, graph: Graph, handler: Handler | None) -> list[Tensor]:
-    args = handler.arg_inputs if handler else frozenset()
-    out = []
-    seen: set[str] = set()
-    for i, name in enumerate(node.inputs):
-        if not name or i in args or name in seen:
-            continue
-        seen.add(name)
-        t = graph.tensors[name]
-        if t.is_constant and _is_weight(t):
-            out.append(t)
-    return out
-
-
 def _activation_bytes(tensors: list[Tensor]) -> int | None:
     total = 0
     for t in tensors:
@@ -181,7 +161,7 @@ class _Walker:
         ins = graph.input_tensors(node)
         act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
         folded = bool(node.attrs.get("folded"))
-        weights = [] if folded else _weight_inputs(node, graph, handler)
+        weights = [] if folded else weight_inputs(graph, node, handler)
         if weights:
             self.weights[(graph.name, node.index)] = weights
         status: Status = "ok"

@@ -39,10 +39,7 @@ from infercast.analysis.lifetimes import (
 )
 from infercast.analysis.planner import align_up, plan_offsets
 from infercast.errors import InfercastError
-from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Shape, Tensor
-
-_QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
+from infercast.ir.graph import Graph, Shape
 
 
 @dataclass(frozen=True)
@@ -141,29 +138,16 @@ class MemoryAnalysis:
         return max(self.timeline[span[0] : span[1] + 1])
 
 
-def _is_weight(t: Tensor) -> bool:
-    # The rule of analysis/cost.py: float or quantised constants carry weights;
-    # shape / axis / index arguments (plain ints) do not.
-    return t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE
-
-
 def weight_groups(graph: Graph) -> tuple[WeightGroup, ...]:
     """Constant weight inputs read at inference, grouped by storage dtype."""
-    from infercast.ops.registry import get_handler
+    from infercast.ops.registry import weight_inputs
 
     unique: dict[str, tuple[str, str, int, int]] = {}
     for gname, g in graph.all_graphs():
         for node in g.nodes:
             if node.attrs.get("folded"):
                 continue
-            handler = get_handler(node.op)
-            args = handler.arg_inputs if handler else frozenset()
-            for i, name in enumerate(node.inputs):
-                if not name or i in args:
-                    continue
-                t = g.tensors.get(name)
-                if t is None or not t.is_constant or not _is_weight(t):
-                    continue
+            for t in weight_inputs(g, node):
                 root = t.derived_from or t.name
                 key = root if graph.format == "onnx" else f"{gname}/{root}"
                 src = g.tensors.get(root) if t.derived_from else None

@@ -15,6 +15,7 @@ stay those of the stored source.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import re
 from collections.abc import Mapping
@@ -538,34 +539,8 @@ def _resolve_dynamic(
             f"{path}: LiteRT could not propagate the given input shapes ({exc})",
             "check the --input-shape values against the model's inputs",
         ) from exc
-    order = list(graph.tensors)
-    tensors = {}
-    for i, name in enumerate(order):
-        t = graph.tensors[name]
-        shape: Shape | None = shapes.get(i, t.shape)
-        tensors[name] = Tensor(
-            t.name,
-            t.dtype,
-            shape,
-            t.layout,
-            t.is_constant,
-            t.is_variable,
-            t.quant,
-            t.storage_bytes,
-            t.sparse,
-            t.derived_from,
-            t.value,
-        )
-    return Graph(
-        graph.name,
-        graph.format,
-        graph.layout,
-        tensors,
-        graph.nodes,
-        graph.inputs,
-        graph.outputs,
-        graph.path,
-        graph.subgraphs,
-        graph.metadata,
-        graph.notes,
-    )
+    tensors = {
+        name: dataclasses.replace(t, shape=shapes.get(i, t.shape))
+        for i, (name, t) in enumerate(graph.tensors.items())
+    }
+    return graph.with_tensors(tensors)

@@ -14,7 +14,7 @@ layout strings, so no handler indexes a shape by position.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -142,6 +142,10 @@ class Graph:
     subgraphs: Mapping[str, Graph] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    def with_tensors(self, tensors: Mapping[str, Tensor]) -> Graph:
+        """The same graph over replaced tensors (re-typed, re-shaped)."""
+        return replace(self, tensors=tensors)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

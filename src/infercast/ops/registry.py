@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.views import numel, static_shape
 
@@ -136,6 +137,35 @@ def set_infer(ops: Sequence[str], infer: InferFn) -> None:
     for op in ops:
         h = _REGISTRY[op]
         _REGISTRY[op] = Handler(h.ops, h.cost, infer, h.arg_inputs, h.family)
+
+
+_QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
+
+
+def is_weight(t: Tensor) -> bool:
+    """A constant that carries weights: float or quantised values. Plain integer
+    constants (shapes, axes, indices) are arguments, not weights."""
+    return t.is_constant and (t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE)
+
+
+def weight_inputs(graph: Graph, node: Node, handler: Handler | None = None) -> list[Tensor]:
+    """The node's weight tensors, each once, skipping the op's argument inputs.
+
+    The one rule behind params, weight bytes (analysis/cost.py), weight memory
+    (analysis/memory.py) and parameter caches (targets/placement.py)."""
+    if handler is None:
+        handler = get_handler(node.op)
+    args = handler.arg_inputs if handler else frozenset()
+    out = []
+    seen: set[str] = set()
+    for i, name in enumerate(node.inputs):
+        if not name or i in args or name in seen:
+            continue
+        seen.add(name)
+        t = graph.tensors.get(name)
+        if t is not None and is_weight(t):
+            out.append(t)
+    return out
 
 
 def get_handler(op: str) -> Handler | None:

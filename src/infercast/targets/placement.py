@@ -23,6 +23,7 @@ except where the target's compiler re-types float tensors
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +31,12 @@ from typing import Any
 
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
-from infercast.ops.registry import get_handler
+from infercast.ops.registry import weight_inputs
 from infercast.targets import constraints as C
 from infercast.targets.schema import Check, Target
 
 SCHEMA = "infercast.check/1"
 PeakFn = Callable[[Graph], int]
-_QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
 
 
 @dataclass(frozen=True)
@@ -289,35 +289,11 @@ def device_graph(graph: Graph, target: Target) -> Graph:
     if q == "none":
         return graph
     new_dtype = DType(q)
-    tensors: dict[str, Tensor] = {}
-    for name, t in graph.tensors.items():
-        if t.dtype.is_float:
-            t = Tensor(
-                t.name,
-                new_dtype,
-                t.shape,
-                t.layout,
-                t.is_constant,
-                t.is_variable,
-                t.quant,
-                t.storage_bytes,
-                t.sparse,
-                t.derived_from,
-                t.value,
-            )
-        tensors[name] = t
-    return Graph(
-        graph.name,
-        graph.format,
-        graph.layout,
-        tensors,
-        graph.nodes,
-        graph.inputs,
-        graph.outputs,
-        graph.path,
-        graph.subgraphs,
-        graph.metadata,
-        graph.notes,
+    return graph.with_tensors(
+        {
+            name: dataclasses.replace(t, dtype=new_dtype) if t.dtype.is_float else t
+            for name, t in graph.tensors.items()
+        }
     )
 
 
@@ -328,23 +304,6 @@ def _bytes(ts: list[Tensor]) -> int | None:
             return None
         total += t.nbytes
     return total
-
-
-def _is_weight(t: Tensor) -> bool:
-    return t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE
-
-
-def _weights(graph: Graph, node: Node) -> list[Tensor]:
-    handler = get_handler(node.op)
-    args = handler.arg_inputs if handler else frozenset()
-    out = []
-    for i, name in enumerate(node.inputs):
-        if not name or i in args:
-            continue
-        t = graph.tensors[name]
-        if t.is_constant and _is_weight(t):
-            out.append(t)
-    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -526,7 +485,7 @@ def _fit(
     def unique_weight_bytes(nodes: list[Node]) -> int:
         seen: dict[str, int] = {}
         for n in nodes:
-            for t in _weights(graph, n):
+            for t in weight_inputs(graph, n):
                 seen[t.derived_from or t.name] = t.nbytes or 0
         return sum(seen.values())
 
