@@ -247,9 +247,15 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             "check the file is an .onnx export",
         )
     try:
-        from infercast.ops.shapes import infer_missing_shapes
+        from infercast.ops.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
 
-        return infer_missing_shapes(_build(path, model, input_shapes or {}))
+        graph = _build(path, model, input_shapes or {})
+        parts = graph.all_graphs()
+        if all(t.is_static for _, g in parts for t in g.tensors.values()) and not any(
+            n.op in ONNX_INFERENCE_WRONG for _, g in parts for n in g.nodes
+        ):
+            return graph  # ONNX's inference left nothing for the op rules to fill or fix
+        return infer_missing_shapes(graph)
     except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:
