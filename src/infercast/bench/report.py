@@ -1,0 +1,256 @@
+"""Renderers of a :class:`~infercast.bench.BenchReport` (JSON ``infercast.bench/1``, CSV,
+terminal tables) and of an imported profile joined with a model.
+
+JSON contract (``docs/bench.md``): ``schema``, ``model``, ``environment``,
+``runs`` (one per run: ``runtime``, ``threads``, ``options``, ``status``,
+``first_s``, ``median_s``, ``p90_s``, ``n`` and the rest), ``profile`` (the
+per-op rows of the fastest profiled run: ``index``, ``name``, ``op``,
+``measured_s``, ``macs``, ``achieved_macs_per_s``, ...). New fields may appear
+within a version.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from infercast import __version__
+from infercast.bench import BenchReport
+from infercast.bench.harness import RunResult
+from infercast.bench.join import INTERNAL, Joined
+from infercast.report.units import human_count
+
+SCHEMA = "infercast.bench/1"
+PROFILE_SCHEMA = "infercast.profile/1"
+
+
+def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> dict[str, Any]:
+    s = r.summary
+    macs = rep.total_macs
+    peak = rep.peaks.get(i)
+    ach = (macs / s.median_s) if (s and macs and s.median_s > 0) else None
+    d: dict[str, Any] = {
+        "runtime": r.spec.runtime,
+        "threads": r.spec.threads,
+        "options": dict(r.resolved_options or r.spec.options),
+        "status": r.status,
+        "error": r.error or None,
+        "phase": r.phase or None,
+        "returncode": r.returncode,
+        "load_s": r.load_s,
+        "first_s": r.first_s,
+        "warmup_n": r.warmup.n if r.warmup else 0,
+        "warmup_median_s": r.warmup.median_s if r.warmup else None,
+        "median_s": s.median_s if s else None,
+        "mean_s": s.mean_s if s else None,
+        "p90_s": s.p90_s if s else None,
+        "p99_s": s.p99_s if s else None,
+        "std_s": s.std_s if s else None,
+        "min_s": s.min_s if s else None,
+        "ci95_low_s": s.ci_low_s if s else None,
+        "ci95_high_s": s.ci_high_s if s else None,
+        "ci_coverage": s.ci_coverage if s else None,
+        "n": s.n if s else 0,
+        "achieved_macs_per_s": ach,
+        "achieved_flops_per_s": (rep.total_flops / s.median_s)
+        if (s and rep.total_flops and s.median_s > 0) else None,
+        "peak_macs_per_s": peak,
+        "pct_of_peak": (100.0 * ach / peak) if (ach and peak) else None,
+        "fastest": i == fastest,
+        "versions": dict(r.versions),
+        "inputs": list(r.inputs),
+        "runtime_meta": dict(r.runtime_meta),
+        "wall_s": r.wall_s,
+    }
+    if not r.ok:
+        d["stderr_tail"] = list(r.stderr_tail[-10:])
+    if r.profile_error:
+        d["profile_error"] = r.profile_error
+    j = rep.joins.get(i)
+    if j is not None:
+        d["profile_summary"] = j.to_dict()
+        d["profile"] = [row.to_dict() for row in j.rows]
+    return d
+
+
+def to_dict(rep: BenchReport) -> dict[str, Any]:
+    fastest = rep.fastest()
+    runs = [_run_dict(i, r, rep, fastest) for i, r in enumerate(rep.runs)]
+    prof_run = None
+    profiled = [i for i in rep.joins if rep.runs[i].ok]
+    if profiled:
+        prof_run = fastest if fastest in rep.joins else profiled[0]
+    timing = rep.runs[0].spec.timing.to_dict() if rep.runs else {}
+    return {
+        "schema": SCHEMA,
+        "infercast": __version__,
+        "model": rep.model,
+        "format": rep.format,
+        "macs": rep.total_macs,
+        "flops": rep.total_flops,
+        "environment": dict(rep.environment),
+        "timing": {**timing, "timeout_s": rep.timeout_s,
+                   "ci": "95% CI of the median, binomial order statistics"},
+        "runs": runs,
+        "fastest_run": fastest,
+        "profile_run": prof_run,
+        "profile": runs[prof_run]["profile"] if prof_run is not None else [],
+        "notes": list(rep.notes),
+    }
+
+
+_PROFILE_COLS = ["index", "name", "op", "measured_s", "share", "macs", "flops",
+                 "achieved_macs_per_s", "achieved_flops_per_s", "pct_of_peak", "mapping",
+                 "provider", "layers", "note"]
+_RUN_COLS = ["runtime", "threads", "options", "status", "first_s", "median_s", "mean_s",
+             "p90_s", "p99_s", "std_s", "ci95_low_s", "ci95_high_s", "n",
+             "achieved_macs_per_s", "pct_of_peak", "fastest", "error"]
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, dict):
+        return ";".join(f"{k}={x}" for k, x in v.items())
+    if isinstance(v, list):
+        return " ".join(str(x) for x in v)
+    return "" if v is None else v
+
+
+def to_csv(rep: BenchReport) -> str:
+    """Runs, one per line; with profiles, the per-op rows of every profiled run instead."""
+    d = to_dict(rep)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if rep.joins:
+        w.writerow(["run", "runtime", "threads", "options", *_PROFILE_COLS])
+        for i, run in enumerate(d["runs"]):
+            for row in run.get("profile", []):
+                w.writerow([i, run["runtime"], run["threads"], _cell(run["options"]),
+                            *[_cell(row.get(c)) for c in _PROFILE_COLS]])
+    else:
+        w.writerow(_RUN_COLS)
+        for run in d["runs"]:
+            w.writerow([_cell(run.get(c)) for c in _RUN_COLS])
+    return buf.getvalue()
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.3f}"
+
+
+def _rate(r: float | None) -> str:
+    return "-" if r is None else f"{r / 1e9:.2f}"
+
+
+def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+
+    fastest = rep.fastest()
+    macs = rep.total_macs
+    t = Table(title=f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})",
+              title_justify="left")
+    for col, just in [("runtime", "left"), ("threads", "right"), ("options", "left"),
+                      ("status", "left"), ("first ms", "right"), ("median ms", "right"),
+                      ("95% CI ms", "right"), ("p90 ms", "right"), ("p99 ms", "right"),
+                      ("n", "right"), ("GMAC/s", "right"), ("% peak", "right"), ("", "left")]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for i, r in enumerate(rep.runs):
+        s = r.summary
+        ach = (macs / s.median_s) if (s and macs) else None
+        peak = rep.peaks.get(i)
+        opts = ",".join(f"{k}={v}" for k, v in (r.resolved_options or r.spec.options).items())
+        t.add_row(
+            r.spec.runtime, "default" if r.spec.threads is None else str(r.spec.threads), opts,
+            Text(r.status, style="green" if r.ok else "bold red"),
+            _ms(r.first_s), _ms(s.median_s if s else None),
+            f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-",
+            _ms(s.p90_s if s else None), _ms(s.p99_s if s else None), str(s.n if s else 0),
+            _rate(ach), f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
+            Text("fastest", style="bold") if i == fastest else "",
+        )
+    out: list[Any] = [t]
+    for r in rep.runs:
+        if not r.ok:
+            line = f"{r.spec.label}: {r.status}"
+            if r.phase:
+                line += f" during {r.phase}"
+            line += f": {r.error}"
+            if r.stderr_tail and r.status in ("crashed", "timeout"):
+                line += f" | stderr: {r.stderr_tail[-1]}"
+            out.append(Text(line, style="red"))
+        elif r.profile_error:
+            out.append(Text(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
+    for i, j in rep.joins.items():
+        out.extend(render_join(j, title=f"per-op profile: {rep.runs[i].spec.label}", top=top))
+    for n in rep.notes:
+        out.append(Text(n, style="yellow"))
+    return out
+
+
+def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    summ = (
+        f"{title}: {len(j.rows)} measured units ({j.source}, {j.statistic} of {j.runs} runs); "
+        f"sum {_ms(j.ops_total_s)} ms"
+    )
+    if j.sum_vs_whole is not None:
+        summ += f" = {100 * j.sum_vs_whole:.1f}% of the whole {_ms(j.whole_s)} ms"
+    if j.sum_vs_profile_whole is not None and j.profile_whole_s != j.whole_s:
+        summ += (
+            f" ({100 * j.sum_vs_profile_whole:.1f}% of the profiled runs' "
+            f"{_ms(j.profile_whole_s)} ms)"
+        )
+    if j.achieved_macs_per_s is not None:
+        summ += f"; overall {_rate(j.achieved_macs_per_s)} GMAC/s"
+    if j.pct_of_peak is not None:
+        summ += f" = {j.pct_of_peak:.1f}% of peak"
+    parts.append(Text(summ))
+    t = Table(title=f"top {top} by time", title_justify="left")
+    for col, just in [("#", "right"), ("name", "left"), ("op", "left"), ("ms", "right"),
+                      ("share %", "right"), ("MACs", "right"), ("GMAC/s", "right"),
+                      ("% peak", "right"), ("layers", "left")]:
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in j.hotspots(top):
+        t.add_row(
+            "-" if r.index is None else str(r.index), r.name[-60:], r.op, _ms(r.measured_s),
+            f"{100 * r.share:.1f}", human_count(r.macs) if r.macs is not None else "-",
+            _rate(r.achieved_macs_per_s),
+            f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-",
+            (r.note or "") if not r.layers else ",".join(map(str, r.layers[:6]))
+            + ("…" if len(r.layers) > 6 else ""),
+        )
+    parts.append(t)
+    if j.outside:
+        parts.append(Text(f"outside the per-op sum: {j.outside}", style="dim"))
+    for n in j.notes:
+        parts.append(Text(n, style="dim"))
+    return parts
+
+
+def joined_to_dict(j: Joined, model: str, file: str) -> dict[str, Any]:
+    return {
+        "schema": PROFILE_SCHEMA,
+        "infercast": __version__,
+        "model": model,
+        "file": file,
+        **j.to_dict(),
+        "profile": [r.to_dict() for r in j.rows],
+    }
+
+
+def joined_to_csv(j: Joined) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(_PROFILE_COLS)
+    for r in j.rows:
+        d = r.to_dict()
+        w.writerow([_cell(d.get(c)) for c in _PROFILE_COLS])
+    return buf.getvalue()
+
+
+__all__ = ["INTERNAL", "SCHEMA", "joined_to_csv", "joined_to_dict", "render_join",
+           "render_tables", "to_csv", "to_dict"]
