@@ -11,11 +11,15 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infercast.errors import InfercastError
+
+if TYPE_CHECKING:
+    from infercast.estimate.forecast import Forecast
+    from infercast.ir.graph import Graph
 
 app = typer.Typer(
     name="infercast",
@@ -101,6 +105,14 @@ def analyze(
             "(lowers the peak; TFLite Micro's default planner does not).",
         ),
     ] = False,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            "-t",
+            help="Add the latency forecast on this target (a built-in name or a .toml file).",
+        ),
+    ] = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
     from infercast.analysis.cost import analyze as run
@@ -125,12 +137,31 @@ def analyze(
         else:
             _render_rich(mx.render_plan(memory), output)
         return
+    forecast = _forecast_for(result.graph, target)  # issue 6: --target adds the forecast
     if fmt is Format.json:
-        _emit(json.dumps(rep.to_dict(result, memory), indent=1), output)
+        doc = rep.to_dict(result, memory)
+        if forecast is not None:
+            from infercast.report import estimate as est_rep
+
+            doc["forecast"] = est_rep.to_dict(forecast)
+        _emit(json.dumps(doc, indent=1), output)
     elif fmt is Format.csv:
-        _emit(rep.to_csv(result, memory), output)
-    else:
+        text = rep.to_csv(result, memory)
+        if forecast is not None:
+            from infercast.report import estimate as est_rep
+
+            text = est_rep.join_csv(text, forecast)
+        _emit(text, output)
+    elif forecast is None:
         _render_rich(rep.render_table(result, memory=memory), output)
+    else:
+        from rich.console import Group
+
+        from infercast.report import estimate as est_rep
+
+        _render_rich(
+            Group(rep.render_table(result, memory=memory), est_rep.render_table(forecast)), output
+        )
 
 
 # --- targets and placement (issue 4) ------------------------------------------ #
@@ -250,6 +281,186 @@ def check(
         _render_rich(render_table(report), output)
     if report.exit_code:
         raise SystemExit(report.exit_code)
+
+
+# --- latency forecast, calibration, validation (issue 6) ----------------------- #
+
+
+def _forecast_for(graph: Graph, target: str | None) -> Forecast | None:
+    """The forecast of an already-loaded graph on ``target`` (None when no target)."""
+    if target is None:
+        return None
+    from infercast.estimate import estimate as forecast
+    from infercast.targets import load_target
+
+    return forecast(graph, load_target(target))
+
+
+def _progress(msg: str) -> None:
+    print(f"infercast: {msg}", file=sys.stderr, flush=True)
+
+
+@app.command()
+def estimate(
+    model: Annotated[Path, typer.Argument(help="A .tflite or .onnx model file.")],
+    target: TargetOpt,
+    input_shape: InputShapeOpt = None,
+    fmt: FormatOpt = Format.table,
+    output: OutOpt = None,
+    no_fuse: Annotated[
+        bool,
+        typer.Option("--no-fuse", help="Cost every op as its own kernel (no conv+act fusion)."),
+    ] = False,
+) -> None:
+    """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
+
+    Seconds per inference; a layer's bound is compute, memory, overhead,
+    transfer (accelerator<->CPU crossings) or fallback (on the CPU of an
+    accelerator target). One-time costs (first-run compilation) are reported apart.
+    """
+    from infercast.estimate import estimate as forecast
+    from infercast.frontends import parse_input_shapes
+    from infercast.report import estimate as est_rep
+    from infercast.targets import load_target
+
+    fc = forecast(
+        model, load_target(target), parse_input_shapes(input_shape or []), fuse=not no_fuse
+    )
+    if fmt is Format.json:
+        _emit(json.dumps(est_rep.to_dict(fc), indent=1), output)
+    elif fmt is Format.csv:
+        _emit(est_rep.to_csv(fc), output)
+    else:
+        _render_rich(est_rep.render_table(fc), output)
+
+
+@app.command()
+def calibrate(
+    target: TargetOpt,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Write the calibrated target file here.")
+    ],
+    runtime: Annotated[
+        str | None,
+        typer.Option("--runtime", help="Measure micro-kernels on this machine with ort or litert."),
+    ] = None,
+    threads: Annotated[int, typer.Option("--threads", help="Runtime threads.")] = 1,
+    budget: Annotated[
+        float,
+        typer.Option(
+            "--budget",
+            help="Seconds to spend measuring (default 240; under 90 "
+            "measures a reduced kernel set).",
+        ),
+    ] = 240.0,
+    profiles: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help="Fit from per-op profiles measured elsewhere (ONNX Runtime "
+            "JSON or benchmark_model --enable_op_profiling output); repeat.",
+        ),
+    ] = None,
+    models: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model",
+            help="The model each --from profile was measured on (one for "
+            "all, or one per profile, in order).",
+        ),
+    ] = None,
+    fmt: CheckFormatOpt = CheckFormat.table,
+) -> None:
+    """Fit TARGET's efficiencies and overheads to measurements; write a calibrated target file.
+
+    Either measure a generated set of micro-kernels on this machine
+    (--runtime ort|litert), or fit per-op profiles from a board (--from PROFILE
+    --model MODEL). The file extends TARGET with plain fitted numbers; use it as
+    --target FILE.
+    """
+    from infercast.estimate.calibrate import calibrate_profiles, calibrate_runtime
+    from infercast.targets import load_target
+
+    if (runtime is None) == (not profiles):
+        raise InfercastError(
+            "give either --runtime (measure here) or --from PROFILE (fit a profile)",
+            "e.g. infercast calibrate --target host --runtime ort -o host-ort.toml",
+        )
+    tgt = load_target(target)
+    if profiles:
+        ms = list(models or [])
+        if not ms or (len(ms) != 1 and len(ms) != len(profiles)):
+            raise InfercastError(
+                f"--from needs the model each profile was measured on: {len(profiles)} "
+                f"profile(s), {len(ms)} --model",
+                "pass one --model for all profiles, or one per profile in the same order",
+            )
+        pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles)]
+        result = calibrate_profiles(tgt, pairs)
+    else:
+        assert runtime is not None
+        result = calibrate_runtime(
+            tgt, runtime, threads=threads, budget_s=budget, progress=_progress
+        )
+    try:
+        output.write_text(result.toml)
+    except OSError as exc:
+        raise InfercastError(f"cannot write {output}: {exc.strerror}") from exc
+    if fmt is CheckFormat.json:
+        _emit(json.dumps({**result.summary(), "file": str(output)}, indent=1), None)
+        return
+    f = result.fit
+    effs = ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.efficiency.items()))
+    bws = ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in f.bandwidth.items())
+    _emit(
+        f"calibrated {tgt.name} ({result.runtime}"
+        + (f", {result.threads} thread(s)" if result.threads else "")
+        + f") on {result.samples} samples in {result.elapsed_s:.0f} s -> {output}\n"
+        f"  unit {f.unit}: efficiency {effs}\n"
+        f"  op_overhead_s {f.op_overhead_s:.3g}, channel_multiple {f.channel_multiple}, "
+        f"invoke_overhead_s {f.invoke_overhead_s:.3g}"
+        + (f", bandwidth {bws}" if bws else "")
+        + f"\n  fit RMSPE on its own samples: {f.rmspe:.1%}",
+        None,
+    )
+
+
+@app.command()
+def validate(
+    models: Annotated[list[Path], typer.Argument(help=".onnx (ONNX Runtime) / .tflite (LiteRT).")],
+    target: TargetOpt,
+    threads: Annotated[
+        int | None,
+        typer.Option("--threads", help="Runtime threads (default: the calibration's, else 1)."),
+    ] = None,
+    budget: Annotated[
+        float, typer.Option("--budget", help="Seconds to spend measuring, all models.")
+    ] = 60.0,
+    fmt: FormatOpt = Format.table,
+    output: OutOpt = None,
+) -> None:
+    """Forecast and measure each MODEL on this machine; per-model error, share within
+    ±10%, RMSPE and Spearman ρ."""
+    from infercast.estimate.validate import validate as run_validation
+    from infercast.report import estimate as est_rep
+    from infercast.targets import load_target
+
+    tgt = load_target(target)
+    if threads is not None and threads < 1:
+        raise InfercastError(f"--threads must be at least 1, not {threads}")
+    v = run_validation(tgt, models, threads=threads, budget_s=budget, progress=None)
+    if fmt is Format.json:
+        _emit(json.dumps(v.to_dict(), indent=1), output)
+    elif fmt is Format.csv:
+        _emit(est_rep.validation_csv(v), output)
+    else:
+        _render_rich(est_rep.render_validation(v), output)
+
+
+# --- bench and profile import (issue 5): commands live in infercast/bench/cli.py --- #
+from infercast.bench.cli import register as _register_bench  # noqa: E402
+
+_register_bench(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,7 @@ EFFICIENCY_KEYS = (
     "default",
     "conv",
     "depthwise_conv",
+    "depthwise_conv_large",  # more than 25 taps (7x7 ...): falls back to depthwise_conv
     "linalg",
     "elementwise",
     "pool",
@@ -60,6 +61,16 @@ class ComputeUnit:
     peak_ops_per_s: Mapping[str, float]
     efficiency: Mapping[str, float]
     op_overhead_s: float
+    channel_multiple: int = 1
+    """Channels are processed in groups of this many (SIMD lanes, MAC-array columns): a
+    conv / FC with C channels costs as if it had C rounded up to a multiple (the forecast)."""
+    efficient_width_px: int = 0
+    """Output maps narrower than this run at width / efficient_width_px of the efficiency
+    (the K210 KPU below 64 px); 0: no such effect."""
+    reduction_half_depth: float = 0.0
+    """A conv / FC whose dot products are K long (input channels per group x kernel taps)
+    runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
+    accumulators idle); 0: no such effect."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -133,6 +144,16 @@ class Calibration:
     calibrated: bool
     source: str
     date: str
+    runtime: str = ""
+    """Runtime the parameters were fitted for (``ort``, ``litert``, ``profile``)."""
+    threads: int = 0
+    """Threads the runtime ran with when measured (0: not stated)."""
+    invoke_overhead_s: float = 0.0
+    """Fixed cost of one inference call (runtime entry, input/output copies), seconds."""
+    samples: int = 0
+    """Number of measured micro-kernels (or profiled ops) the fit used."""
+    fit_rmspe: float = 0.0
+    """Root-mean-square percentage error of the fit on its own samples (a fraction)."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +295,15 @@ def _pos_int(
     return int(v)
 
 
+def _count(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> int:
+    """A non-negative integer (0 when absent)."""
+    v = t.get(key, 0)
+    if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        errs.add(dotted, f"must be a non-negative integer, got {_show(v)}")
+        return 0
+    return int(v)
+
+
 def _str_list(
     errs: _Errors,
     t: Mapping[str, Any],
@@ -302,6 +332,9 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "macs_per_cycle",
         "op_overhead_s",
         "efficiency",
+        "channel_multiple",
+        "efficient_width_px",
+        "reduction_half_depth",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -343,6 +376,11 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         efficiency=eff,
         op_overhead_s=_pos_float(
             errs, t, "op_overhead_s", p + "op_overhead_s", 0.0, allow_zero=True
+        ),
+        channel_multiple=_pos_int(errs, t, "channel_multiple", p + "channel_multiple", 1),
+        efficient_width_px=_count(errs, t, "efficient_width_px", p + "efficient_width_px"),
+        reduction_half_depth=_pos_float(
+            errs, t, "reduction_half_depth", p + "reduction_half_depth", 0.0, allow_zero=True
         ),
     )
 
@@ -428,6 +466,17 @@ def _lookup(raw: Mapping[str, Any], dotted: str) -> bool:
         cur = cur[part]
     return True
 
+
+CALIBRATION_KEYS = (
+    "calibrated",
+    "source",
+    "date",
+    "runtime",
+    "threads",
+    "invoke_overhead_s",
+    "samples",
+    "fit_rmspe",
+)
 
 TOP_KEYS = (
     "name",
@@ -547,7 +596,7 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
     comp_t = _table(errs, raw, "compile")
     _unknown(errs, comp_t, "compile.", ("quantize_float_to",))
     cal_t = _table(errs, raw, "calibration")
-    _unknown(errs, cal_t, "calibration.", ("calibrated", "source", "date"))
+    _unknown(errs, cal_t, "calibration.", CALIBRATION_KEYS)
     if "calibrated" in cal_t and not isinstance(cal_t["calibrated"], bool):
         errs.add(
             "calibration.calibrated", f"must be true or false, got {_show(cal_t['calibrated'])}"
@@ -563,6 +612,20 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
     for key in uncertain:
         if not _lookup(raw, key):
             errs.add("uncertain", f"lists {_show(key)}, which is not a key of this target")
+    calibration = Calibration(
+        calibrated=bool(cal_t.get("calibrated", False)),
+        source=str(cal_t.get("source", "")),
+        date=str(cal_t.get("date", "")),
+        runtime=_str(errs, cal_t, "runtime", "calibration.runtime", default=""),
+        threads=_count(errs, cal_t, "threads", "calibration.threads"),
+        invoke_overhead_s=_pos_float(
+            errs, cal_t, "invoke_overhead_s", "calibration.invoke_overhead_s", 0.0, allow_zero=True
+        ),
+        samples=_count(errs, cal_t, "samples", "calibration.samples"),
+        fit_rmspe=_pos_float(
+            errs, cal_t, "fit_rmspe", "calibration.fit_rmspe", 0.0, allow_zero=True
+        ),
+    )
     errs.raise_if_any()
     return Target(
         name=name,
@@ -585,11 +648,7 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
             default="none",
             choices=("none", "uint8", "int8"),
         ),
-        calibration=Calibration(
-            calibrated=bool(cal_t.get("calibrated", False)),
-            source=str(cal_t.get("source", "")),
-            date=str(cal_t.get("date", "")),
-        ),
+        calibration=calibration,
         uncertain=uncertain,
         sources=_str_list(errs, raw, "sources", "sources"),
         abstract=abstract,

@@ -1,0 +1,164 @@
+"""Forecast vs measurement on whole models, and the accuracy metrics forecasters report.
+
+Metrics (latency.md; nn-Meter, LitePred, HELP report these):
+
+* ``within_10``: share of models whose ``|forecast - measured| / measured <= 0.10``
+  (nn-Meter's "±10% accuracy");
+* ``rmspe``: root-mean-square percentage error, a fraction;
+* ``spearman_rho``: rank correlation between forecasts and measurements (what
+  a designer choosing between variants needs); computed with average ranks
+  for ties, as ``scipy.stats.spearmanr`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from infercast.estimate.forecast import estimate
+from infercast.estimate.measure import measure
+from infercast.targets.schema import Target
+
+SCHEMA = "infercast.validate/1"
+
+
+def _ranks(x: Sequence[float]) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    order = np.argsort(a, kind="mergesort")
+    ranks = np.empty(len(a))
+    ranks[order] = np.arange(1, len(a) + 1)
+    # Average ranks over ties.
+    for v in np.unique(a):
+        idx = np.where(a == v)[0]
+        if len(idx) > 1:
+            ranks[idx] = ranks[idx].mean()
+    return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rank correlation; None with fewer than 3 pairs or a constant side."""
+    if len(x) < 3 or len(x) != len(y):
+        return None
+    rx, ry = _ranks(x), _ranks(y)
+    if np.std(rx) == 0 or np.std(ry) == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+@dataclass(frozen=True)
+class Metrics:
+    n: int
+    within_10: float
+    rmspe: float
+    mean_abs_error: float
+    spearman_rho: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "models": self.n,
+            "within_10": self.within_10,
+            "rmspe": self.rmspe,
+            "mean_abs_error": self.mean_abs_error,
+            "spearman_rho": self.spearman_rho,
+        }
+
+
+def metrics(pairs: Sequence[tuple[float, float]]) -> Metrics:
+    """Metrics of (forecast, measured) pairs, seconds."""
+    errs = [(f - m) / m for f, m in pairs]
+    n = len(errs)
+    return Metrics(
+        n=n,
+        within_10=sum(1 for e in errs if abs(e) <= 0.10 + 1e-12) / n if n else 0.0,
+        rmspe=math.sqrt(sum(e * e for e in errs) / n) if n else 0.0,
+        mean_abs_error=sum(abs(e) for e in errs) / n if n else 0.0,
+        spearman_rho=spearman([f for f, _ in pairs], [m for _, m in pairs]),
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    runtime: str
+    threads: int
+    forecast_s: float
+    measured_s: float
+    measured_median_s: float
+    runs: int
+
+    @property
+    def error(self) -> float:
+        return (self.forecast_s - self.measured_s) / self.measured_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "runtime": self.runtime,
+            "threads": self.threads,
+            "forecast_s": self.forecast_s,
+            "measured_s": self.measured_s,
+            "measured_median_s": self.measured_median_s,
+            "runs": self.runs,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class Validation:
+    target: Target
+    rows: tuple[Row, ...]
+
+    @property
+    def metrics(self) -> Metrics:
+        return metrics([(r.forecast_s, r.measured_s) for r in self.rows])
+
+    def to_dict(self) -> dict[str, Any]:
+        cal = self.target.calibration
+        return {
+            "schema": SCHEMA,
+            "target": self.target.name,
+            "target_file": self.target.path,
+            "calibrated": cal.calibrated,
+            "calibration_runtime": cal.runtime,
+            "measured": "minimum over repeated runs, models interleaved in rounds",
+            "rows": [r.to_dict() for r in self.rows],
+            "metrics": self.metrics.to_dict(),
+        }
+
+
+def runtime_for(path: str | Path) -> str:
+    return "ort" if str(path).endswith(".onnx") else "litert"
+
+
+def validate(
+    target: Target,
+    models: Sequence[str | Path],
+    *,
+    threads: int | None = None,
+    budget_s: float = 60.0,
+    progress: Callable[[str], None] | None = None,
+) -> Validation:
+    """Forecast each model on ``target`` and measure it on this machine.
+
+    ONNX models run with ONNX Runtime, TFLite models with LiteRT, each with
+    ``threads`` (default: the calibration's thread count, else 1).
+    """
+    th = threads or target.calibration.threads or 1
+    forecasts = [estimate(m, target).latency_s for m in models]
+    rows: list[Row] = []
+    for rt in ("ort", "litert"):
+        idx = [i for i, m in enumerate(models) if runtime_for(m) == rt]
+        if not idx:
+            continue
+        share = budget_s * len(idx) / len(models)
+        timings = measure([models[i] for i in idx], rt, th, budget_s=share, progress=progress)
+        for i, t in zip(idx, timings, strict=True):
+            rows.append(Row(str(models[i]), rt, th, forecasts[i], t.min_s, t.median_s, t.runs))
+    order = {str(m): i for i, m in enumerate(models)}
+    rows.sort(key=lambda r: order[r.model])
+    return Validation(target, tuple(rows))

@@ -1,0 +1,263 @@
+"""Calibration on this machine with real runtimes, from real ONNX Runtime profiles, and the
+validation metrics (checked against SciPy)."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from infercast.cli import main
+from infercast.estimate import estimate
+from infercast.estimate.calibrate import (
+    CalibrationResult,
+    calibrate_profiles,
+    calibrate_runtime,
+    read_profile,
+)
+from infercast.estimate.measure import measure
+from infercast.estimate.microkernels import build, quick_specs
+from infercast.estimate.validate import metrics, spearman
+from infercast.targets import load_target
+
+BUDGET_S = 25.0
+
+
+@pytest.fixture(scope="module")
+def ort_calibration(tmp_path_factory: pytest.TempPathFactory) -> tuple[CalibrationResult, Path]:
+    """A reduced calibration (about 20 micro-kernels, 25 s) with ONNX Runtime, 1 thread."""
+    res = calibrate_runtime(load_target("host"), "ort", threads=1, budget_s=BUDGET_S)
+    path = tmp_path_factory.mktemp("cal") / "host-ort.toml"
+    path.write_text(res.toml)
+    return res, path
+
+
+@pytest.mark.slow
+def test_fit_is_sane_and_round_trips(ort_calibration: tuple[CalibrationResult, Path]) -> None:
+    res, path = ort_calibration
+    f = res.fit
+    assert res.samples == len(quick_specs())
+    assert res.elapsed_s < BUDGET_S + 20
+    assert {"conv", "depthwise_conv", "linalg", "elementwise"} <= set(f.efficiency)
+    for cls, eff in f.efficiency.items():
+        assert 0 < eff <= 1, cls
+    assert 0 < f.op_overhead_s < 1e-3 and 0 < f.invoke_overhead_s < 1e-2
+    assert f.channel_multiple in (1, 4, 8, 16)
+    # The fit explains its own samples (a wrong model or a broken optimiser would not).
+    assert f.rmspe < 0.5
+    # TOML round trip: plain numbers, the file loads as a target with the fitted values.
+    raw = tomllib.loads(path.read_text())
+    assert raw["extends"] == "host" and raw["detect"] is False
+    t = load_target(str(path))
+    assert t.calibration.calibrated and t.calibration.runtime == "ort"
+    assert t.calibration.threads == 1 and t.calibration.samples == res.samples
+    cpu = t.units["cpu"]
+    for cls, eff in f.efficiency.items():
+        assert cpu.efficiency[cls] == pytest.approx(eff, rel=1e-3)
+    assert cpu.op_overhead_s == pytest.approx(f.op_overhead_s, rel=1e-3)
+    assert cpu.channel_multiple == f.channel_multiple
+    assert t.calibration.invoke_overhead_s == pytest.approx(f.invoke_overhead_s, rel=1e-3)
+    # The same peaks the fit was made against (detection off in the calibrated file).
+    host = load_target("host")
+    assert cpu.peak_ops_per_s == host.units["cpu"].peak_ops_per_s
+    # Forecast with the loaded file == forecast with the fitted parameters.
+    specs = quick_specs()
+    one = build(specs[:1], "onnx")[0]
+    fc_file = estimate(one, t)
+    t_name, p_fit, _ = f.residuals[0]
+    assert t_name == specs[0].name
+    assert fc_file.latency_s == pytest.approx(p_fit, rel=1e-2)
+
+
+@pytest.mark.slow
+def test_calibrated_beats_uncalibrated_on_held_out_models(
+    ort_calibration: tuple[CalibrationResult, Path], keras_dir: Path
+) -> None:
+    """Models calibration never saw: the calibrated forecast is closer to measurement."""
+    _, path = ort_calibration
+    models = [keras_dir / "mobilenet_v1_fp32.onnx", keras_dir / "mobilenet_v2_fp32.onnx"]
+    timings = measure(models, "ort", 1, budget_s=8)
+    cal, uncal = load_target(str(path)), load_target("host")
+    err_cal = [
+        abs(estimate(m, cal).latency_s / t.min_s - 1) for m, t in zip(models, timings, strict=True)
+    ]
+    err_un = [
+        abs(estimate(m, uncal).latency_s / t.min_s - 1)
+        for m, t in zip(models, timings, strict=True)
+    ]
+    assert sum(err_cal) < sum(err_un), (err_cal, err_un)
+    assert max(err_cal) < 0.35, err_cal
+
+
+def _convs_model(tmp: Path) -> Path:
+    """Three compute-bound 3x3 convs with ReLU, a residual add and a max pool."""
+    rng = np.random.default_rng(1)
+    inits, nodes = [], []
+    x = "x"
+    for i in range(3):
+        inits.append(
+            numpy_helper.from_array(rng.standard_normal((64, 64, 3, 3)).astype(np.float32), f"w{i}")
+        )
+        nodes.append(
+            helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}")
+        )
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    nodes.append(helper.make_node("Add", [x, "r0"], ["s"], name="add"))
+    nodes.append(
+        helper.make_node("MaxPool", ["s"], ["y"], kernel_shape=[2, 2], strides=[2, 2], name="pool")
+    )
+    g = helper.make_graph(
+        nodes,
+        "convs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 40, 40])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp / "convs.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def _ort_profile(model: Path, tmp: Path, runs: int = 15) -> Path:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp / "ort")
+    so.intra_op_num_threads = 1
+    # Keep the graph as written (no NCHWc rewrite) so each node is one profiled kernel.
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).random((1, 64, 40, 40)).astype(np.float32)
+    for _ in range(runs):
+        sess.run(None, {"x": x})
+    return Path(sess.end_profiling())
+
+
+@pytest.mark.slow
+def test_from_profile_reproduces_the_profiles_own_throughput(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = _convs_model(tmp_path)
+    prof_path = _ort_profile(model, tmp_path)
+    profile = read_profile(prof_path)
+    res = calibrate_profiles(load_target("host"), [(model, prof_path)])
+    f = res.fit
+    assert res.runtime == "profile" and res.samples >= 4
+    # From first principles: each conv does 2 x 40x40 x 64 x 64 x 9 ops (+ the fused ReLU's
+    # 1 per output), measured by ORT in the profile's own time. The efficiency that
+    # reproduces the convs' median time is that rate over the peak.
+    peak = load_target("host").units["cpu"].peak_ops_per_s["fp32"]
+    conv_ops = 2 * 40 * 40 * 64 * 64 * 9 + 40 * 40 * 64
+    by_name = {o.name: o.measured_s for o in profile.ops}
+    # ORT at the basic level runs each Conv and its Relu as two kernels (conv0, relu0);
+    # conv2's kernel also takes the residual add.
+    conv_times = [by_name[f"conv{i}"] + by_name[f"relu{i}"] for i in range(2)]
+    rate = conv_ops / float(np.median(conv_times))
+    m = f.channel_multiple  # 64 channels: no padding at any candidate multiple
+    expected_eff = rate / peak * math.ceil(64 / m) * m / 64
+    assert f.efficiency["conv"] == pytest.approx(expected_eff, rel=0.15)
+    # The calibrated file reproduces the profile's per-conv time.
+    cal = tmp_path / "cal.toml"
+    cal.write_text(res.toml)
+    fc = estimate(model, load_target(str(cal)))
+    convs = [ly for ly in fc.layers if ly.op == "conv"]
+    assert [ly.latency_s for ly in convs[:2]] == pytest.approx(conv_times, rel=0.2)
+    # The CLI writes the same fit.
+    out = tmp_path / "cli.toml"
+    argv = ["calibrate", "-t", "host", "--from", str(prof_path), "--model", str(model)]
+    assert main([*argv, "-o", str(out), "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["efficiency"]["conv"] == pytest.approx(f.efficiency["conv"], rel=1e-6)
+    assert load_target(str(out)).units["cpu"].efficiency["conv"] == pytest.approx(
+        f.efficiency["conv"], rel=1e-3
+    )
+
+
+def test_cli_calibrate_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "x.toml")
+    assert main(["calibrate", "--target", "host", "-o", out]) == 2
+    assert "either --runtime" in capsys.readouterr().err
+    assert main(["calibrate", "--target", "host", "--runtime", "tvm", "-o", out]) == 2
+    assert "unknown runtime 'tvm'" in capsys.readouterr().err
+    assert main(["calibrate", "--target", "k210-kpu", "--runtime", "ort", "-o", out]) == 2
+    assert "has an accelerator" in capsys.readouterr().err
+    prof = tmp_path / "p.json"
+    prof.write_text("[]")
+    assert main(["calibrate", "--target", "host", "--from", str(prof), "-o", out]) == 2
+    assert "--model" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("not a profile")
+    assert (
+        main(["calibrate", "-t", "host", "--from", str(bad), "--model", str(bad), "-o", out]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("infercast: error:")
+
+
+def test_calibrated_file_with_a_bad_value_is_rejected(tmp_path: Path) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text(
+        'extends = "host"\n[calibration]\ncalibrated = true\nthreads = -1\n'
+        "[units.cpu.efficiency]\nconv = 1.5\n"
+    )
+    from infercast.targets import TargetError
+
+    with pytest.raises(TargetError) as e:
+        load_target(str(p))
+    assert "calibration.threads" in str(e.value) and "efficiency.conv" in str(e.value)
+
+
+# --------------------------------------------------------------------------- #
+# Metrics
+# --------------------------------------------------------------------------- #
+
+
+def test_spearman_matches_scipy() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    for n in (3, 7, 20):
+        x = rng.integers(0, 5, n).astype(float)  # with ties
+        y = x + rng.normal(0, 1.5, n)
+        ref = scipy_stats.spearmanr(x, y).statistic
+        assert spearman(list(x), list(y)) == pytest.approx(ref, abs=1e-12)
+    assert spearman([1, 2], [2, 1]) is None  # too few models for a rank correlation
+
+
+def test_metrics_by_hand() -> None:
+    # errors: +5%, -10%, +20%, -30%
+    pairs = [(1.05, 1.0), (0.9, 1.0), (2.4, 2.0), (2.1, 3.0)]
+    m = metrics(pairs)
+    assert m.n == 4
+    assert m.within_10 == 0.5
+    assert m.rmspe == pytest.approx(math.sqrt((0.05**2 + 0.1**2 + 0.2**2 + 0.3**2) / 4))
+    assert m.mean_abs_error == pytest.approx(0.1625)
+    # forecast ranks 1.05 < 0.9? no: 0.9 < 1.05 < 2.1 < 2.4; measured 1 = 1 < 2 < 3
+    assert m.spearman_rho == pytest.approx(spearman([1.05, 0.9, 2.4, 2.1], [1, 1, 2, 3]))
+
+
+@pytest.mark.slow
+def test_cli_validate_json(
+    ort_calibration: tuple[CalibrationResult, Path],
+    keras_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, path = ort_calibration
+    model = keras_dir / "mobilenet_v2_fp32.tflite"
+    assert main(["validate", str(model), "--target", str(path), "--budget", "3", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "infercast.validate/1"
+    (row,) = doc["rows"]
+    assert row["runtime"] == "litert" and row["threads"] == 1
+    assert row["measured_s"] > 0 and row["forecast_s"] > 0
+    assert row["error"] == pytest.approx(row["forecast_s"] / row["measured_s"] - 1)
+    assert doc["metrics"]["models"] == 1

@@ -1,0 +1,365 @@
+"""Latency forecast: the roofline terms from first principles, fusion, crossings, streaming,
+one-time costs, output formats, and runtime behaviour checked against ONNX Runtime itself."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from infercast.cli import main
+from infercast.estimate import estimate
+from infercast.estimate.fusion import elided_transposes, kernels
+from infercast.frontends import load
+from infercast.targets import load_target
+
+F32 = TensorProto.FLOAT
+
+# A target whose numbers make hand arithmetic easy: 100 GFLOP/s fp32, conv at half of it,
+# 10 GB/s memory, 10 us per op.
+SIMPLE = """
+description = "hand-made test target"
+[calibration]
+calibrated = true
+source = "test"
+invoke_overhead_s = 2e-5
+[placement]
+fallback = "cpu"
+[units.cpu]
+kind = "cpu"
+peak_fp32_ops_per_s = 1e11
+op_overhead_s = 1e-5
+channel_multiple = {cm}
+efficient_width_px = {width}
+[units.cpu.efficiency]
+default = 0.25
+conv = 0.5
+[memories.ram]
+size_bytes = 1073741824
+bandwidth_bytes_per_s = 1e10
+holds = ["weights", "activations"]
+"""
+
+# An accelerator that runs convs only; the rest falls back to the CPU.
+ACCEL = """
+description = "hand-made accelerator target"
+[placement]
+accelerator = "npu"
+fallback = "cpu"
+[units.npu]
+kind = "npu"
+peak_fp32_ops_per_s = 1e12
+op_overhead_s = 1e-5
+[units.npu.efficiency]
+default = 1.0
+[units.cpu]
+kind = "cpu"
+peak_fp32_ops_per_s = 1e10
+op_overhead_s = 1e-5
+[units.cpu.efficiency]
+default = 1.0
+[memories.cache]
+size_bytes = {cache}
+bandwidth_bytes_per_s = 1e11
+holds = ["accelerator_weights"]
+on_overflow = "stream"
+[memories.ram]
+size_bytes = 1073741824
+bandwidth_bytes_per_s = 1e10
+holds = ["weights", "activations"]
+[crossing]
+fixed_s = 1e-4
+bytes_per_s = 1e8
+[one_time]
+graph_compile_s = 3.5
+[support]
+ops = ["conv"]
+"""
+
+
+def _target(tmp: Path, text: str, name: str = "t.toml") -> Path:
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+def _model(tmp: Path, nodes: list, inits: list, x_shape: list[int], name: str) -> Path:
+    g = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", F32, x_shape)],
+        [helper.make_tensor_value_info("y", F32, None)],
+        initializer=inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m)
+    path = tmp / f"{name}.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def _w(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    rng = np.random.default_rng(0)
+    return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.1, name)
+
+
+def _conv_model(
+    tmp: Path, cin: int, cout: int, hw: int, k: int = 3, act: bool = True, name: str = "conv"
+) -> Path:
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if act else "y"], pads=[k // 2] * 4)]
+    if act:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    inits = [_w("w", (cout, cin, k, k)), _w("b", (cout,))]
+    return _model(tmp, nodes, inits, [1, cin, hw, hw], name)
+
+
+# --------------------------------------------------------------------------- #
+# The roofline terms, by hand
+# --------------------------------------------------------------------------- #
+
+
+def test_conv_relu_is_one_kernel_costed_from_first_principles(tmp_path: Path) -> None:
+    t = load_target(str(_target(tmp_path, SIMPLE.format(cm=1, width=0))))
+    cin, cout, hw = 16, 32, 28
+    fc = estimate(_conv_model(tmp_path, cin, cout, hw), t)
+    conv, relu = fc.layers
+    macs = hw * hw * cout * cin * 9
+    # ops: 2 x MACs for the conv, + 1 per output element for the fused ReLU
+    ops = 2 * macs + hw * hw * cout
+    assert conv.ops == ops
+    assert conv.compute_s == pytest.approx(ops / (1e11 * 0.5))
+    # bytes: input + output feature maps once (the ReLU's input never reaches memory),
+    # weights + bias
+    nbytes = 4 * (cin * hw * hw + cout * hw * hw + cout * cin * 9 + cout)
+    assert conv.bytes == nbytes
+    assert conv.memory_s == pytest.approx(nbytes / 1e10)
+    assert conv.latency_s == pytest.approx(max(conv.compute_s, conv.memory_s) + 1e-5)
+    assert conv.bound == "compute"
+    assert relu.bound == "fused" and relu.latency_s == 0 and relu.fused_into == conv.index
+    # per-call cost once; one-time cost none on this target
+    assert fc.latency_s == pytest.approx(conv.latency_s + 2e-5)
+    assert fc.one_time_s == 0
+
+
+def test_unfused_costs_more_and_memory_bound_ops_say_so(tmp_path: Path) -> None:
+    t = load_target(str(_target(tmp_path, SIMPLE.format(cm=1, width=0))))
+    path = _conv_model(tmp_path, 8, 8, 64, k=1)
+    fused = estimate(path, t)
+    alone = estimate(path, t, fuse=False)
+    relu = alone.layers[1]
+    # ReLU alone reads and writes 8x64x64 floats: memory-bound
+    assert relu.bound == "memory"
+    assert relu.memory_s == pytest.approx(2 * 4 * 8 * 64 * 64 / 1e10)
+    assert alone.latency_s > fused.latency_s
+    # 1x1 conv with 8 channels: 2 FLOP per 8 bytes of input, far below the ridge point
+    assert fused.layers[0].bound == "memory"
+
+
+def test_channel_padding_and_narrow_maps(tmp_path: Path) -> None:
+    base = load_target(str(_target(tmp_path, SIMPLE.format(cm=1, width=0), "a.toml")))
+    padded = load_target(str(_target(tmp_path, SIMPLE.format(cm=16, width=0), "b.toml")))
+    narrow = load_target(str(_target(tmp_path, SIMPLE.format(cm=1, width=64), "c.toml")))
+    path = _conv_model(tmp_path, 64, 17, 16, act=False)
+    a, b, c = (estimate(path, t).layers[0] for t in (base, padded, narrow))
+    assert a.ops == b.ops == c.ops
+    assert b.ops_eff == pytest.approx(a.ops * 32 / 17)  # 17 output channels run as 32
+    assert c.ops_eff == pytest.approx(a.ops * 64 / 16)  # a 16-px-wide map at 16/64 efficiency
+    assert b.compute_s == pytest.approx(a.compute_s * 32 / 17)
+
+
+def test_large_depthwise_kernels_are_their_own_class(tmp_path: Path) -> None:
+    """7x7 depthwise convs (49 taps) run outside XNNPACK's 25-tap single-pass kernels; a
+    target that states no ``depthwise_conv_large`` efficiency uses ``depthwise_conv``'s."""
+    from infercast.estimate.forecast import op_class
+
+    def dw(k: int, name: str) -> Path:
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4, group=8)
+        return _model(tmp_path, [node], [_w("w", (8, 1, k, k))], [1, 8, 20, 20], name)
+
+    g5, g7 = load(dw(5, "dw5")), load(dw(7, "dw7"))
+    assert op_class(g5.nodes[0], g5) == "depthwise_conv"
+    assert op_class(g7.nodes[0], g7) == "depthwise_conv_large"
+    text = SIMPLE.format(cm=1, width=0).replace("conv = 0.5", "conv = 0.5\ndepthwise_conv = 0.2")
+    t = load_target(str(_target(tmp_path, text, "dw.toml")))
+    ly = estimate(g7, t).layers[0]
+    assert ly.compute_s == pytest.approx(ly.ops / (1e11 * 0.2))
+    text2 = text.replace(
+        "depthwise_conv = 0.2", "depthwise_conv = 0.2\ndepthwise_conv_large = 0.02"
+    )
+    t2 = load_target(str(_target(tmp_path, text2, "dw2.toml")))
+    assert estimate(g7, t2).layers[0].compute_s == pytest.approx(ly.ops / (1e11 * 0.02))
+    assert estimate(g5, t2).layers[0].compute_s == pytest.approx(
+        estimate(g5, t).layers[0].compute_s
+    )
+
+
+def test_crossings_streaming_and_one_time(tmp_path: Path) -> None:
+    # conv (npu) -> sigmoid (cpu) -> conv (npu); 4-byte floats, 8x16x16 maps
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["a"], ["s"]),
+        helper.make_node("Conv", ["s", "w2"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    path = _model(
+        tmp_path, nodes, [_w("w1", (8, 8, 3, 3)), _w("w2", (8, 8, 3, 3))], [1, 8, 16, 16], "x3"
+    )
+    w_bytes = 8 * 8 * 9 * 4
+    t = load_target(str(_target(tmp_path, ACCEL.format(cache=w_bytes + 100))))
+    fc = estimate(path, t)
+    c1, sig, c2 = fc.layers
+    assert [ly.placement for ly in fc.layers] == ["accelerator", "cpu", "accelerator"]
+    fmap = 8 * 16 * 16 * 4
+    # model input -> npu (charged to conv 1), npu -> cpu (to the sigmoid), cpu -> npu (conv 2),
+    # model output npu -> cpu (to conv 2)
+    assert c1.transfer_s == pytest.approx(1e-4 + fmap / 1e8)
+    assert sig.transfer_s == pytest.approx(1e-4 + fmap / 1e8)
+    assert c2.transfer_s == pytest.approx(2 * (1e-4 + fmap / 1e8))
+    assert sig.bound == "transfer"  # 1.3 ms of transfer against a few us of CPU work
+    # the second conv's weights overflow the 2404-byte cache by w_bytes - 100: streamed
+    # over the link (1e8 B/s) every inference
+    streamed = w_bytes - 100
+    assert c2.memory_s == pytest.approx((2 * fmap) / 1e10 + 100 / 1e11 + streamed / 1e8, rel=1e-9)
+    assert any("streamed" in n for n in fc.notes)
+    # first-run compilation reported apart, never in the latency
+    assert fc.one_time_s == 3.5
+    assert fc.latency_s == pytest.approx(sum(ly.latency_s for ly in fc.layers))
+    # a CPU-placed layer on an accelerator target is "fallback" unless transfer dominates
+    big = _model(
+        tmp_path,
+        [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Softmax", ["a"], ["y"])],
+        [_w("w1", (64, 3, 1, 1))],
+        [1, 3, 512, 512],
+        "sm",
+    )
+    sm = estimate(big, t).layers[1]
+    assert sm.placement == "cpu" and sm.bound in ("fallback", "transfer")
+
+
+def test_json_csv_and_cli(
+    tmp_path: Path, keras_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = keras_dir / "mobilenet_v2_fp32.tflite"
+    assert main(["estimate", str(model), "--target", "host", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "infercast.estimate/1"
+    assert doc["target"] == "host"
+    assert set(doc["totals"]) >= {"latency_s", "one_time_s"}
+    g = load(model)
+    inference = [n for n in g.nodes if not n.attrs.get("folded")]
+    assert len(doc["layers"]) == len(inference)
+    for ly in doc["layers"]:
+        assert set(ly) >= {"index", "name", "op", "placement", "latency_s", "bound"}
+        assert ly["latency_s"] >= 0
+    total = sum(ly["latency_s"] for ly in doc["layers"]) + doc["totals"]["invoke_s"]
+    assert doc["totals"]["latency_s"] == pytest.approx(total)
+    assert main(["estimate", str(model), "-t", "imx8mp-npu-vx", "-f", "csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert rows[0].startswith("index,name,op") and len(rows) == len(inference) + 1
+    # analyze --target adds the forecast to the analysis document
+    assert main(["analyze", str(model), "--target", "host", "-f", "json"]) == 0
+    adoc = json.loads(capsys.readouterr().out)
+    assert adoc["forecast"]["totals"]["latency_s"] == pytest.approx(doc["totals"]["latency_s"])
+    # bad input: one line, exit 2
+    assert main(["estimate", str(model), "--target", "no-such-device"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown target 'no-such-device'" in err[0]
+
+
+def test_one_time_compile_on_the_npu_target(keras_dir: Path) -> None:
+    fc = estimate(keras_dir / "mobilenet_v1_int8.tflite", "imx8mp-npu-vx")
+    assert fc.one_time_s == load_target("imx8mp-npu-vx").graph_compile_s > 0
+    assert fc.totals()["one_time_s"] == fc.one_time_s
+    assert fc.latency_s < fc.one_time_s  # the 40 s compile is not in the per-inference time
+    # the fixture's weights are per-channel quantised: the VX target's slowdown note applies
+    conv = next(ly for ly in fc.layers if ly.op == "conv")
+    assert conv.ops_eff == pytest.approx(conv.ops * 50.0)
+
+
+# --------------------------------------------------------------------------- #
+# Runtime behaviour, checked against ONNX Runtime's own profile
+# --------------------------------------------------------------------------- #
+
+
+def _ort_profile_ops(path: Path, tmp: Path) -> list[str]:
+    ort = pytest.importorskip("onnxruntime")
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp / "prof")
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).random(sess.get_inputs()[0].shape).astype(np.float32)
+    sess.run(None, {sess.get_inputs()[0].name: x})
+    events = json.loads(Path(sess.end_profiling()).read_text())
+    # ReorderInput / ReorderOutput are layout copies ORT's NCHWc transformer inserts
+    return [
+        e["args"]["op_name"]
+        for e in events
+        if e.get("cat") == "Node"
+        and e["name"].endswith("_kernel_time")
+        and not e["args"]["op_name"].startswith("Reorder")
+    ]
+
+
+def test_transpose_pairs_elided_as_onnx_runtime_does(tmp_path: Path) -> None:
+    # NHWC -> NCHW transposes around an elementwise chain cancel; ORT removes them
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Transpose", ["c"], ["t1"], perm=[0, 2, 3, 1]),
+        helper.make_node("Mul", ["t1", "s"], ["m"]),
+        helper.make_node("Relu", ["m"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t2"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["t2", "w"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    inits = [_w("w", (16, 16, 3, 3)), _w("s", (16,))]
+    path = _model(tmp_path, nodes, inits, [1, 16, 20, 20], "tp")
+    g = load(path)
+    elided = elided_transposes(g)
+    assert elided == {1, 4}
+    ort_ops = _ort_profile_ops(path, tmp_path)
+    assert "Transpose" not in ort_ops
+    fc = estimate(path, "host")
+    assert {ly.index for ly in fc.layers if ly.latency_s == 0} >= {1, 4}
+    # A transpose that feeds a conv with no inverse is kept, by ORT and by us
+    nodes2 = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
+        helper.make_node("Conv", ["t", "w"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    path2 = _model(tmp_path, nodes2, [_w("w", (16, 16, 3, 3))], [1, 16, 20, 24], "tp2")
+    assert elided_transposes(load(path2)) == set()
+    assert "Transpose" in _ort_profile_ops(path2, tmp_path)
+
+
+def test_fused_groups_match_onnx_runtime_kernels(tmp_path: Path) -> None:
+    # conv + relu -> one ORT kernel; conv then x * sigmoid(x): the conv's output has two
+    # readers, so it stays alone, and the gate is one kernel (ORT's QuickGelu)
+    path = _conv_model(tmp_path, 8, 16, 32, name="cr")
+    assert len(kernels(load(path))) == 1 == len(_ort_profile_ops(path, tmp_path))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c"], ["s"]),
+        helper.make_node("Mul", ["c", "s"], ["y"]),
+    ]
+    path2 = _model(tmp_path, nodes, [_w("w", (16, 8, 3, 3))], [1, 8, 32, 32], "swish")
+    ours = kernels(load(path2))
+    assert [k.members for k in ours] == [(0,), (1, 2)]
+    assert _ort_profile_ops(path2, tmp_path) == ["Conv", "QuickGelu"]
+
+
+def test_keras_fixtures_forecast_on_every_target(keras_dir: Path) -> None:
+    """Every built-in target forecasts the fixtures with finite, positive per-layer times
+    and labels every layer with one of the documented bounds."""
+    from infercast.estimate.forecast import BOUNDS
+    from infercast.targets import builtin_names
+
+    for name in builtin_names():
+        for f in ("mobilenet_v2_int8.tflite", "mobilenet_v1_fp32.onnx"):
+            fc = estimate(keras_dir / f, name)
+            assert math.isfinite(fc.latency_s) and fc.latency_s > 0, (name, f)
+            assert all(ly.bound in BOUNDS for ly in fc.layers)
+            assert fc.complete
