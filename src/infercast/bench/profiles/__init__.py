@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from infercast.bench.profiles.base import OpTime, Profile
-from infercast.bench.profiles.ort import ProfileFormatError, is_ort_profile, parse_ort_events
+from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
+from infercast.bench.profiles.ort import is_ort_profile, parse_ort_events
 from infercast.bench.profiles.tflite import looks_like_tflite_benchmark, parse_tflite_benchmark
 from infercast.bench.profiles.tvm import DEBUG_HEADER, parse_tvm_debug
 
@@ -43,12 +43,7 @@ def sniff(text: str) -> str | None:
 def read_profile(path: str | Path, kind: str | None = None, *, skip_runs: int = 1) -> Profile:
     """Read a profile file of ``kind`` (sniffed from the content when None)."""
     p = Path(path)
-    if not p.is_file():
-        raise ProfileFormatError(f"{p}: no such file")
-    try:
-        text = p.read_text(errors="replace")
-    except OSError as exc:
-        raise ProfileFormatError(f"{p}: cannot be read ({exc.strerror})") from None
+    text = read_text(p)
     k = kind or sniff(text)
     if k is None:
         raise ProfileFormatError(

@@ -15,9 +15,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from infercast.errors import InfercastError
 from infercast.ir.graph import Graph
+
+
+class ProfileFormatError(InfercastError):
+    """A profile file is not in the format it claims (or any format infercast reads)."""
+
+
+def read_text(path: str | Path) -> str:
+    """A profile file's text, or a :class:`ProfileFormatError` saying why not."""
+    p = Path(path)
+    if not p.is_file():
+        raise ProfileFormatError(f"{p}: no such file")
+    try:
+        return p.read_text(errors="replace")
+    except OSError as exc:
+        raise ProfileFormatError(f"{p}: cannot be read ({exc.strerror})") from None
+
 
 MAPPING_KINDS = {
     "name": "profiler node name equals the model node's name",
@@ -221,8 +239,12 @@ def absorb_fused(ops: Sequence[OpTime], graph: Graph) -> tuple[list[OpTime], lis
             outs = [o for o in node.outputs if _is_activation(o)]
             readers = {c for o in outs for c in consumers.get(o, ())}
             owners = {owner.get(c) for c in readers}
-            if outs and readers and None not in owners and len(owners) == 1 and not (
-                set(outs) & outputs
+            if (
+                outs
+                and readers
+                and None not in owners
+                and len(owners) == 1
+                and not (set(outs) & outputs)
             ):
                 fwd = next(iter(owners))
                 assert fwd is not None

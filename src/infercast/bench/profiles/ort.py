@@ -23,18 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from infercast.bench.profiles.base import OpTime, Profile
-from infercast.errors import InfercastError
+from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError
 
 KERNEL_SUFFIX = "_kernel_time"
 OUTSIDE = (
     "model_run also holds feeding inputs and fetching outputs, the executor's "
     "scheduling and the fence events between nodes"
 )
-
-
-class ProfileFormatError(InfercastError):
-    """A profile file is not in the format it claims (or any format infercast reads)."""
 
 
 def _events(data: Any, where: str) -> list[dict[str, Any]]:
@@ -57,9 +52,7 @@ def is_ort_profile(data: Any) -> bool:
     )
 
 
-def parse_ort_events(
-    data: Any, *, skip_runs: int = 1, where: str = "profile"
-) -> Profile:
+def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -> Profile:
     """Per-node median kernel time per inference, from ORT's trace events."""
     events = _events(data, where)
     kernels = [
@@ -163,4 +156,3 @@ def read_ort_profile(path: str | Path, *, skip_runs: int = 1) -> Profile:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProfileFormatError(f"{p}: not a JSON file ({exc})") from None
     return parse_ort_events(data, skip_runs=skip_runs, where=str(p))
-

@@ -25,8 +25,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from infercast.bench.profiles.base import OpTime, Profile
-from infercast.bench.profiles.ort import ProfileFormatError
+from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
 from infercast.ir.graph import Graph
 
 SECTION = "Operator-wise Profiling Info for Regular Benchmark Runs:"
@@ -60,7 +59,12 @@ def _strip_info(line: str) -> str:
 
 
 def _op(
-    node_type: str, first_ms: float, avg_ms: float, called: int, name: str, provider: str,
+    node_type: str,
+    first_ms: float,
+    avg_ms: float,
+    called: int,
+    name: str,
+    provider: str,
     percent: float | None = None,
 ) -> OpTime:
     extra: dict[str, object] = {}
@@ -133,8 +137,15 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
             if row is None:
                 raise ProfileFormatError(f"{where}: cannot read the profile row '{s}'")
             ops.append(
-                _op(row["type"], float(row["first"]), float(row["avg"]), int(row["called"]),
-                    row["name"], sub_provider, float(row["pct"]))
+                _op(
+                    row["type"],
+                    float(row["first"]),
+                    float(row["avg"]),
+                    int(row["called"]),
+                    row["name"],
+                    sub_provider,
+                    float(row["pct"]),
+                )
             )
         elif fmt == "csv":
             ops.append(_csv_row(s, header_cols, sub_provider, where))
@@ -210,14 +221,7 @@ def _csv_row(line: str, header: list[str], provider: str, where: str) -> OpTime:
 
 
 def read_tflite_benchmark(path: str | Path) -> Profile:
-    p = Path(path)
-    try:
-        text = p.read_text(errors="replace")
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise ProfileFormatError(f"{p}: cannot be read ({exc.strerror})") from None
-    return parse_tflite_benchmark(text, where=str(p))
+    return parse_tflite_benchmark(read_text(path), where=str(path))
 
 
 def map_tflite(profile: Profile, graph: Graph) -> tuple[Profile, list[str]]:

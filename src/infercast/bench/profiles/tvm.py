@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from infercast.bench.profiles.base import OpTime, Profile
-from infercast.bench.profiles.ort import ProfileFormatError
+from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
 from infercast.ir.graph import Graph
 
 DEBUG_HEADER = re.compile(r"^\s*Node Name\s+Ops\s+Time\(us\)\s+Time\(%\)")
@@ -166,8 +165,17 @@ def parse_tvm_debug(text: str, *, where: str = "profile") -> Profile:
             f"{where}: no TVM debug executor table (header 'Node Name  Ops  Time(us)  Time(%)')"
         ) from None
     header = lines[h]
-    labels = ["Node Name", "Ops", "Time(us)", "Time(%)", "Start Time", "End Time", "Shape",
-              "Inputs", "Outputs"]
+    labels = [
+        "Node Name",
+        "Ops",
+        "Time(us)",
+        "Time(%)",
+        "Start Time",
+        "End Time",
+        "Shape",
+        "Inputs",
+        "Outputs",
+    ]
     cols = [(lab, header.find(lab)) for lab in labels if header.find(lab) >= 0]
     cols.sort(key=lambda c: c[1])
     ops: list[OpTime] = []
@@ -212,11 +220,4 @@ def parse_tvm_debug(text: str, *, where: str = "profile") -> Profile:
 
 
 def read_tvm_debug(path: str | Path) -> Profile:
-    p = Path(path)
-    try:
-        text = p.read_text(errors="replace")
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise ProfileFormatError(f"{p}: cannot be read ({exc.strerror})") from None
-    return parse_tvm_debug(text, where=str(p))
+    return parse_tvm_debug(read_text(path), where=str(path))
