@@ -202,7 +202,9 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _short(name: str, n: int = 60) -> str:
-    return name if len(name) <= n else "…" + name[-(n - 1) :]
+    from infercast.report.units import short_name
+
+    return short_name(name, n)
 
 
 def peak_lines(m: MemoryAnalysis) -> list[str]:

@@ -16,7 +16,7 @@ from infercast.analysis.cost import Analysis, LayerCost
 from infercast.analysis.memory import MemoryAnalysis, plan_graph
 from infercast.analysis.memory_export import MEMORY_CONVENTIONS, peak_lines, summary_dict
 from infercast.ir.graph import Shape
-from infercast.report.units import human_bytes, human_count
+from infercast.report.units import human_bytes, human_count, short_name
 
 SCHEMA = "infercast.analysis/1"
 
@@ -199,7 +199,7 @@ def render_table(a: Analysis, max_name: int = 40, memory: MemoryAnalysis | None 
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     multi = len({ly.subgraph for ly in a.layers}) > 1
     for ly in a.layers:
-        name = ly.name if len(ly.name) <= max_name else "…" + ly.name[-(max_name - 1) :]
+        name = short_name(ly.name, max_name)
         if multi:
             name = f"{ly.subgraph}:{name}"
         style = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(

@@ -17,3 +17,13 @@ def human_bytes(n: float) -> str:
         if abs(n) >= div:
             return f"{n / div:.1f} {unit}"
     return f"{int(n)} B"
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A layer name for a table cell. TFLite names its ops after their output tensor,
+    which the converter joins from every fused TF op ("a/b/Relu6;a/b/conv;…"): keep
+    the first, then its last two path parts. The JSON and CSV keep the full name."""
+    first = name.split(";", 1)[0] or name
+    parts = first.split("/")
+    short = "/".join(parts[-2:]) if len(parts) > 2 else first
+    return short if len(short) <= width else "…" + short[-(width - 1) :]
