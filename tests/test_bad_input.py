@@ -122,6 +122,8 @@ def test_tflite_renamed_to_onnx_is_still_read_by_content(
     code, out, err = _run(capsys, "analyze", str(p), "--format", "json")
     assert code == 0, err
     assert '"format": "tflite"' in out
+    # The mismatch is said, in the output's notes.
+    assert "is a TFLite flatbuffer (named .onnx); read as TFLite" in out
 
 
 def test_onnx_renamed_to_tflite(
@@ -161,7 +163,12 @@ def test_unknown_op_is_reported_not_zero(
     p = tmp_path / "unknown.onnx"
     onnx.save(m, p)
     code, out, err = _run(capsys, "analyze", str(p), "--format", "json")
-    assert code == 0, err
+    # The full output, marked incomplete, plus one stderr line and exit 4.
+    assert code == 4, err
+    assert err.strip().splitlines() == [
+        "infercast: incomplete: 1 layer(s) of op(s) with no cost rule (FrobnicateV9); "
+        "the totals exclude them (exit 4)"
+    ]
     doc = json.loads(out)
     assert doc["totals"]["complete"] is False
     assert doc["unsupported_ops"] == [

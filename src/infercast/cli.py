@@ -18,6 +18,7 @@ import typer
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
+    from infercast.analysis.cost import Analysis
     from infercast.estimate.forecast import Forecast
     from infercast.ir.graph import Graph
 
@@ -162,6 +163,30 @@ def analyze(
         _render_rich(
             Group(rep.render_table(result, memory=memory), est_rep.render_table(forecast)), output
         )
+    _exit_if_incomplete(result)
+
+
+EXIT_INCOMPLETE = 4
+"""``analyze`` finished, but some layer's cost is unknown (an op without a cost rule,
+or a shape not known statically): the output says which, and the totals leave them out."""
+
+
+def _exit_if_incomplete(result: Analysis) -> None:
+    t = result.totals
+    if t.complete:
+        return
+    what = []
+    if result.unsupported:
+        ops = ", ".join(u.native_op for u in result.unsupported)
+        what.append(f"{t.unsupported_layers} layer(s) of op(s) with no cost rule ({ops})")
+    if t.unknown_shape_layers:
+        what.append(f"{t.unknown_shape_layers} layer(s) with shapes not known statically")
+    print(
+        f"infercast: incomplete: {'; '.join(what)}; the totals exclude them "
+        f"(exit {EXIT_INCOMPLETE})",
+        file=sys.stderr,
+    )
+    raise SystemExit(EXIT_INCOMPLETE)
 
 
 # --- targets and placement (issue 4) ------------------------------------------ #
@@ -231,8 +256,11 @@ def targets_list(
         unit = t.accelerator or t.fallback
         i8, f32 = unit.peak("int8"), unit.peak("fp32")
         table.add_row(
-            t.name, t.placement.accelerator or "– (CPU only)",
-            human_count(i8) if i8 else "–", human_count(f32) if f32 else "–", t.description,
+            t.name,
+            t.placement.accelerator or "– (CPU only)",
+            human_count(i8) if i8 else "–",
+            human_count(f32) if f32 else "–",
+            t.description,
         )
     _render_rich(table, None)
 

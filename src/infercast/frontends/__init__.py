@@ -6,6 +6,7 @@ carries the identifier ``TFL3`` at byte 4; anything else is tried as ONNX.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 from collections.abc import Mapping
@@ -34,7 +35,12 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
 
                 # A memory map: weight buffers are never paged in, only sized.
                 with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    return load_tflite(str(p), data, input_shapes)
+                    graph = load_tflite(str(p), data, input_shapes)
+                if p.suffix.lower() not in (".tflite", ".lite", ".bin"):
+                    named = p.suffix or "without a suffix"
+                    note = f"{p.name} is a TFLite flatbuffer (named {named}); read as TFLite"
+                    graph = dataclasses.replace(graph, notes=(note, *graph.notes))
+                return graph
     except OSError as exc:
         raise ModelFileError(f"{p}: cannot be read ({exc.strerror})") from exc
     if p.suffix.lower() == ".tflite":
