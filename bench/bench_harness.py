@@ -41,8 +41,9 @@ from infercast.bench.inputs import make_inputs  # noqa: E402
 from infercast.bench.runtimes import get_runtime, resolve_options  # noqa: E402
 
 
-def bare_runner(runtime: str, model: Path, threads: int, feeds: dict[str, Any]
-                ) -> Callable[[], object]:
+def bare_runner(
+    runtime: str, model: Path, threads: int, feeds: dict[str, Any]
+) -> Callable[[], object]:
     """The runtime's own API, its own session: what a user would time by hand."""
     if runtime == "ort":
         import onnxruntime as ort
@@ -67,8 +68,9 @@ def bare_runner(runtime: str, model: Path, threads: int, feeds: dict[str, Any]
     raise ValueError(runtime)
 
 
-def fidelity(runtime: str, model: Path, threads: int, blocks: int, block_s: float
-             ) -> tuple[float, float, float]:
+def fidelity(
+    runtime: str, model: Path, threads: int, blocks: int, block_s: float
+) -> tuple[float, float, float]:
     """(harness median, bare median, ratio), alternating blocks in this process."""
     rt = get_runtime(runtime)
     session = rt.open(model, threads, resolve_options(rt, {}), {})
@@ -123,9 +125,11 @@ def main() -> int:
     if not args.quick:
         keras = ensure("keras")
         for name in ("mobilenet_v1", "mobilenet_v2", "resnet50"):
-            cases += [(keras / f"{name}_fp32.onnx", "ort"),
-                      (keras / f"{name}_fp32.tflite", "litert"),
-                      (keras / f"{name}_int8.tflite", "litert")]
+            cases += [
+                (keras / f"{name}_fp32.onnx", "ort"),
+                (keras / f"{name}_fp32.tflite", "litert"),
+                (keras / f"{name}_int8.tflite", "litert"),
+            ]
         if not args.no_tvm:
             cases.append((keras / "mobilenet_v2_fp32.onnx", "tvm"))
     if args.only:
@@ -135,15 +139,24 @@ def main() -> int:
         blocks = args.blocks
     timing = TimingConfig(min_time_s=0.5 if args.quick else 2.0)
     rows: list[dict[str, Any]] = []
-    hdr = (f"{'model':32} {'rt':6} {'median ms':>10} {'GMAC/s':>7} {'harness/bare':>12} "
-           f"{'worker/bare':>11} {'sum/whole':>9} {'sum/prof':>8}")
+    hdr = (
+        f"{'model':32} {'rt':6} {'median ms':>10} {'GMAC/s':>7} {'harness/bare':>12} "
+        f"{'worker/bare':>11} {'sum/whole':>9} {'sum/prof':>8}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for model, runtime in cases:
         macs = analyze(model).totals.macs
         hm, bm, ratio = fidelity(runtime, model, args.threads, blocks, block_s)
-        spec = RunSpec(str(model), runtime, args.threads, timing=timing, profile=True,
-                       profile_runs=10 if args.quick else 20, keep_samples=False)
+        spec = RunSpec(
+            str(model),
+            runtime,
+            args.threads,
+            timing=timing,
+            profile=True,
+            profile_runs=10 if args.quick else 20,
+            keep_samples=False,
+        )
         rep = bench([spec], timeout_s=900)
         r = rep.runs[0]
         if not r.ok or r.summary is None:
@@ -153,11 +166,18 @@ def main() -> int:
         med = r.summary.median_s
         j = rep.joins.get(0)
         row = {
-            "model": model.name, "runtime": runtime, "threads": args.threads,
-            "median_s": med, "ci95": [r.summary.ci_low_s, r.summary.ci_high_s],
-            "first_s": r.first_s, "n": r.summary.n, "macs": macs,
+            "model": model.name,
+            "runtime": runtime,
+            "threads": args.threads,
+            "median_s": med,
+            "ci95": [r.summary.ci_low_s, r.summary.ci_high_s],
+            "first_s": r.first_s,
+            "n": r.summary.n,
+            "macs": macs,
             "gmacs_per_s": macs / med / 1e9,
-            "harness_median_s": hm, "bare_median_s": bm, "harness_over_bare": ratio,
+            "harness_median_s": hm,
+            "bare_median_s": bm,
+            "harness_over_bare": ratio,
             "worker_over_bare": med / bm,
             "sum_over_whole": j.sum_vs_whole if j else None,
             "sum_over_profile_whole": j.sum_vs_profile_whole if j else None,
@@ -166,8 +186,11 @@ def main() -> int:
         rows.append(row)
         sw = f"{row['sum_over_whole']:.3f}" if j and j.sum_vs_whole else "-"
         sp = f"{row['sum_over_profile_whole']:.3f}" if j and j.sum_vs_profile_whole else "-"
-        print(f"{model.name:32} {runtime:6} {med * 1e3:10.3f} {macs / med / 1e9:7.2f} "
-              f"{ratio:12.3f} {med / bm:11.3f} {sw:>9} {sp:>8}", flush=True)
+        print(
+            f"{model.name:32} {runtime:6} {med * 1e3:10.3f} {macs / med / 1e9:7.2f} "
+            f"{ratio:12.3f} {med / bm:11.3f} {sw:>9} {sp:>8}",
+            flush=True,
+        )
     ok = [r for r in rows if "harness_over_bare" in r]
     within = sum(abs(r["harness_over_bare"] - 1) <= 0.03 for r in ok)
     print(f"\nharness within 3% of the bare loop: {within}/{len(ok)}")

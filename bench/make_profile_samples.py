@@ -29,8 +29,10 @@ def main() -> int:
     import onnxruntime as ort
 
     model = ensure("edge") / "convs_5x5_7x7.onnx"
-    levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-              "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+    levels = {
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    }
     for name, level in levels.items():
         with tempfile.TemporaryDirectory() as tmp:
             so = ort.SessionOptions()

@@ -64,8 +64,11 @@ def test_summary_figures() -> None:
 
 
 def test_generated_inputs_respect_dtype_and_range(tmp_path: Path) -> None:
-    specs = (InputSpec("img", (1, 8, 8, 3), "int8"), InputSpec("x", (2, 3), "float32"),
-             InputSpec("ids", (4,), "int64"))
+    specs = (
+        InputSpec("img", (1, 8, 8, 3), "int8"),
+        InputSpec("x", (2, 3), "float32"),
+        InputSpec("ids", (4,), "int64"),
+    )
     feeds, rec = make_inputs(specs, seed=3)
     assert feeds["img"].dtype == np.int8 and feeds["img"].min() < -64 < 64 < feeds["img"].max()
     assert feeds["x"].dtype == np.float32 and feeds["x"].min() >= -1 and feeds["x"].max() < 1
@@ -91,8 +94,18 @@ def test_generated_inputs_respect_dtype_and_range(tmp_path: Path) -> None:
 
 def test_ort_run_and_profile(edge_dir: Path) -> None:
     model = edge_dir / "convs_5x5_7x7.onnx"
-    r = run_isolated(RunSpec(str(model), "ort", 1, {"opt_level": "disable"}, timing=FAST,
-                             profile=True, profile_runs=10), timeout_s=120)
+    r = run_isolated(
+        RunSpec(
+            str(model),
+            "ort",
+            1,
+            {"opt_level": "disable"},
+            timing=FAST,
+            profile=True,
+            profile_runs=10,
+        ),
+        timeout_s=120,
+    )
     assert r.ok, (r.error, r.stderr_tail)
     assert r.summary is not None and r.summary.n >= 10 and r.summary.median_s > 0
     assert r.summary.ci_low_s <= r.summary.median_s <= r.summary.ci_high_s
@@ -109,8 +122,15 @@ def test_ort_run_and_profile(edge_dir: Path) -> None:
 def test_litert_xnnpack_on_off_and_single_op_profile(edge_dir: Path) -> None:
     model = edge_dir / "convs_5x5_7x7.tflite"
     g = load(model)
-    specs = plan_runs(model, ["litert"], [1], {"litert.xnnpack": ["on", "off"]}, timing=FAST,
-                      profile=True, profile_runs=10)
+    specs = plan_runs(
+        model,
+        ["litert"],
+        [1],
+        {"litert.xnnpack": ["on", "off"]},
+        timing=FAST,
+        profile=True,
+        profile_runs=10,
+    )
     rep = bench(specs, timeout_s=120)
     assert [r.resolved_options["xnnpack"] for r in rep.runs] == [True, False]
     assert all(r.ok for r in rep.runs), [r.error for r in rep.runs]
@@ -128,19 +148,23 @@ def test_litert_xnnpack_on_off_and_single_op_profile(edge_dir: Path) -> None:
 
 
 def test_litert_int8_model(edge_dir: Path) -> None:
-    r = run_isolated(RunSpec(str(edge_dir / "convs_5x5_7x7_int8.tflite"), "litert", 1,
-                             timing=FAST), timeout_s=120)
+    r = run_isolated(
+        RunSpec(str(edge_dir / "convs_5x5_7x7_int8.tflite"), "litert", 1, timing=FAST),
+        timeout_s=120,
+    )
     assert r.ok, r.error
     assert r.inputs[0]["dtype"] in ("int8", "uint8")
     assert r.inputs[0]["source"].startswith("uniform[-128,127]") or r.inputs[0][
-        "source"].startswith("uniform[0,255]")
+        "source"
+    ].startswith("uniform[0,255]")
 
 
 @pytest.mark.slow
 def test_tvm_compile_run_and_profile(edge_dir: Path) -> None:
     model = edge_dir / "convs_5x5_7x7.onnx"
-    r = run_isolated(RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=5),
-                     timeout_s=300)
+    r = run_isolated(
+        RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=5), timeout_s=300
+    )
     assert r.ok, (r.error, r.stderr_tail[-5:])
     assert r.versions["apache-tvm"].startswith("0.")
     assert "llvm" in r.runtime_meta["target"]
@@ -148,8 +172,9 @@ def test_tvm_compile_run_and_profile(edge_dir: Path) -> None:
     assert p is not None and p.source == "tvm_vm_instrument"
     # Calls are timed inside the timed run: their sum cannot exceed it.
     assert p.whole_s is not None and p.ops_total_s <= p.whole_s * 1.001
-    rep_join = bench([RunSpec(str(model), "tvm", 1, timing=FAST, profile=True,
-                              profile_runs=3)], timeout_s=300).joins[0]
+    rep_join = bench(
+        [RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=3)], timeout_s=300
+    ).joins[0]
     by_layer = {i: row for row in rep_join.rows for i in row.layers}
     g = load(model)
     heavy = [n for n in g.nodes if n.native_op in ("Conv", "ConvTranspose", "MatMul")]
@@ -165,10 +190,15 @@ def test_tvm_compile_run_and_profile(edge_dir: Path) -> None:
 def _unknown_op_onnx(path: Path) -> Path:
     node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.infercast.test", name="frob")
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                helper.make_opsetid("com.infercast.test", 1)])
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    m = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.infercast.test", 1)],
+    )
     m.ir_version = 8
     onnx.save(m, path)
     return path
@@ -203,8 +233,9 @@ def test_failures_are_reported_and_other_runs_complete(edge_dir: Path, tmp_path:
         RunSpec(str(bad_onnx), "ort", 1, timing=FAST),
         RunSpec(str(bad_tflite), "litert", 1, timing=FAST),
         # A real model asked for 60 s of timing under a 3 s timeout.
-        RunSpec(str(good), "litert", 1, timing=TimingConfig(min_time_s=60, max_time_s=60),
-                timeout_s=3),
+        RunSpec(
+            str(good), "litert", 1, timing=TimingConfig(min_time_s=60, max_time_s=60), timeout_s=3
+        ),
         RunSpec(str(good), "litert", 1, timing=FAST),
     ]
     results = [run_isolated(s, timeout_s=120) for s in specs]
@@ -237,13 +268,25 @@ def test_bad_requests_fail_early(edge_dir: Path) -> None:
 
 
 def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "infercast", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "infercast", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_cli_bench_side_by_side_json(edge_dir: Path) -> None:
-    r = _cli("bench", str(edge_dir / "convs_5x5_7x7.tflite"), "--xnnpack", "on,off",
-             "--min-time", "0.2", "--profile", "--profile-runs", "5", "-f", "json")
+    r = _cli(
+        "bench",
+        str(edge_dir / "convs_5x5_7x7.tflite"),
+        "--xnnpack",
+        "on,off",
+        "--min-time",
+        "0.2",
+        "--profile",
+        "--profile-runs",
+        "5",
+        "-f",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["schema"] == "infercast.bench/1"
@@ -253,8 +296,14 @@ def test_cli_bench_side_by_side_json(edge_dir: Path) -> None:
         assert run["runtime"] == "litert" and run["threads"] == 1 and run["n"] >= 10
         assert run["achieved_macs_per_s"] == pytest.approx(d["macs"] / run["median_s"])
     assert d["environment"]["cpu_model"] and d["environment"]["usable_cores"] >= 1
-    assert d["profile"] and {"index", "name", "op", "measured_s", "macs",
-                             "achieved_macs_per_s"} <= set(d["profile"][0])
+    assert d["profile"] and {
+        "index",
+        "name",
+        "op",
+        "measured_s",
+        "macs",
+        "achieved_macs_per_s",
+    } <= set(d["profile"][0])
 
 
 def test_cli_bench_reports_failures_with_exit_3(edge_dir: Path, tmp_path: Path) -> None:
@@ -263,8 +312,16 @@ def test_cli_bench_reports_failures_with_exit_3(edge_dir: Path, tmp_path: Path) 
     assert r.returncode == 3
     run = json.loads(r.stdout)["runs"][0]
     assert run["status"] == "failed" and "Frobnicate" in run["error"]
-    r = _cli("bench", str(edge_dir / "convs_5x5_7x7.onnx"), "--min-time", "60",
-             "--max-time", "60", "--timeout", "3")
+    r = _cli(
+        "bench",
+        str(edge_dir / "convs_5x5_7x7.onnx"),
+        "--min-time",
+        "60",
+        "--max-time",
+        "60",
+        "--timeout",
+        "3",
+    )
     assert r.returncode == 3
     assert "timeout" in r.stdout and "3 s timeout" in r.stdout
     r = _cli("bench", str(edge_dir / "convs_5x5_7x7.tflite"), "--runtime", "ort")

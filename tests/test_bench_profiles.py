@@ -65,8 +65,19 @@ def _csv_from_text(with_start: bool) -> str:
         cdf += pct
         avg_ms = op.measured_s * 1000 / op.count
         first_ms = (op.first_s or 0) * 1000
-        cells = [op.op] + (["0"] if with_start else []) + [
-            f"{first_ms:g}", f"{avg_ms:g}", f"{pct:g}%", f"{cdf:g}%", "0", str(op.count), op.name]
+        cells = (
+            [op.op]
+            + (["0"] if with_start else [])
+            + [
+                f"{first_ms:g}",
+                f"{avg_ms:g}",
+                f"{pct:g}%",
+                f"{cdf:g}%",
+                "0",
+                str(op.count),
+                op.name,
+            ]
+        )
         out.append(", ".join(cells))
     return "\n".join(out) + "\n"
 
@@ -143,7 +154,9 @@ def test_tvm_kernel_names_split_into_relax_ops() -> None:
     assert kernel_ops("fused_conv2d_transpose_add6") == ["conv2d_transpose", "add"]
     assert kernel_ops("adaptive_avg_pool2d3") == ["adaptive_avg_pool2d"]
     assert kernel_ops("fuse___layout_transform___broadcast_add_relu___layout_transform__") == [
-        "add", "relu"]
+        "add",
+        "relu",
+    ]
 
 
 def test_ort_profile_without_optimisation_maps_one_to_one(edge_dir: Path) -> None:
@@ -203,12 +216,14 @@ def test_target_peak_is_half_the_rated_ops() -> None:
     assert ops is not None
     assert target_peak_macs_per_s("rpi4-cpu", "fp32") == pytest.approx(ops / 2)
     assert target_peak_macs_per_s("rpi4-cpu", "fp32", threads=1) == pytest.approx(
-        ops / 2 / unit.cores)
+        ops / 2 / unit.cores
+    )
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "infercast", *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "infercast", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_profile_import(keras_dir: Path, tmp_path: Path) -> None:
@@ -219,18 +234,29 @@ def test_cli_profile_import(keras_dir: Path, tmp_path: Path) -> None:
     assert d["schema"] == "infercast.profile/1" and d["source"] == "tflite_benchmark_model"
     assert len(d["profile"]) == 31
     assert {"index", "name", "op", "measured_s", "macs", "achieved_macs_per_s"} <= set(
-        d["profile"][0])
+        d["profile"][0]
+    )
     r = _cli("profile", "import", str(TFLITE_TXT), "--model", str(model))
     assert r.returncode == 0 and "Conv2d_5_pointwise" in r.stdout
-    r = _cli("profile", "import", str(TFLITE_TXT), "--model", str(model), "-f", "csv",
-             "--peak-gmacs", "1")
+    r = _cli(
+        "profile",
+        "import",
+        str(TFLITE_TXT),
+        "--model",
+        str(model),
+        "-f",
+        "csv",
+        "--peak-gmacs",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("index,name,op,measured_s,share,macs")
     assert len(lines) == 32
     first = next(csv.DictReader(lines))
     assert float(first["pct_of_peak"]) == pytest.approx(
-        100 * float(first["achieved_macs_per_s"]) / 1e9)
+        100 * float(first["achieved_macs_per_s"]) / 1e9
+    )
     bad = tmp_path / "x.txt"
     bad.write_text("nothing\n")
     r = _cli("profile", "import", str(bad), "--model", str(model))

@@ -395,8 +395,8 @@ def test_operator_coverage_share(record_property: Any) -> None:
     )
     print("\n" + summary)
     record_property("onnx_conformance", summary)
-    assert share >= MIN_COVERED_SHARE, summary + "\n" + "\n".join(
-        f"{op}: {r[0]}" for op, r in sorted(uncovered.items())
+    assert share >= MIN_COVERED_SHARE, (
+        summary + "\n" + "\n".join(f"{op}: {r[0]}" for op, r in sorted(uncovered.items()))
     )
 
 

@@ -69,8 +69,9 @@ def plan_runs(
             opts = dict(combo)
             resolve_options(rt, opts)  # fail early, in the parent, on a bad option
             for thr in threads:
-                specs.append(RunSpec(model=str(model), runtime=rt.name, threads=thr,
-                                     options=opts, **common))
+                specs.append(
+                    RunSpec(model=str(model), runtime=rt.name, threads=thr, options=opts, **common)
+                )
     unused = sorted(set(sweeps) - used)
     if unused:
         raise RuntimeOptionError(
@@ -122,8 +123,10 @@ def bench(
     for i, spec in enumerate(specs):
         cb = None
         if on_progress is not None:
+
             def cb(phase: str, done: float, i: int = i, spec: RunSpec = spec) -> None:
                 on_progress(i, spec, phase, done)
+
         res = run_isolated(spec, timeout_s, cb)
         results.append(res)
         if on_done is not None:
@@ -144,7 +147,8 @@ def bench(
         peaks[i] = peak
         if analysis is not None and res.profile is not None:
             joins[i] = join(
-                analysis, res.profile,
+                analysis,
+                res.profile,
                 whole_s=res.summary.median_s if res.summary else None,
                 peak_macs_per_s=peak,
             )

@@ -36,16 +36,18 @@ def _threads(values: list[str] | None) -> list[int | None]:
         try:
             n = int(v)
         except ValueError:
-            raise InfercastError(f"--threads '{v}' is not a whole number",
-                                 "example: --threads 1,2,4") from None
+            raise InfercastError(
+                f"--threads '{v}' is not a whole number", "example: --threads 1,2,4"
+            ) from None
         if n < 1:
             raise InfercastError(f"--threads {n}: must be at least 1")
         out.append(n)
     return out
 
 
-def peak_for_cli(target: str | None, peak_gmacs: float | None, model: str,
-                 input_shapes: Mapping[str, Shape]) -> Any:
+def peak_for_cli(
+    target: str | None, peak_gmacs: float | None, model: str, input_shapes: Mapping[str, Shape]
+) -> Any:
     """A function spec -> peak MAC/s, from ``--peak-gmacs`` or ``--target`` (None: no peak)."""
     if peak_gmacs is not None:
         if peak_gmacs <= 0:
@@ -68,46 +70,89 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         model: Annotated[Path, typer.Argument(help="A .tflite or .onnx model file.")],
-        runtime: Annotated[list[str] | None, typer.Option(
-            "--runtime", "-r",
-            help="Runtimes, comma-separated: ort, litert, tvm (default: ort for .onnx, "
-                 "litert for .tflite).")] = None,
-        threads: Annotated[list[str] | None, typer.Option(
-            "--threads", help="Thread counts to compare, e.g. 1,2,4 ('default': the "
-                              "runtime's own choice). Default 1.")] = None,
-        ort_opt: Annotated[list[str] | None, typer.Option(
-            "--ort-opt", help="ONNX Runtime graph optimisation levels to compare: "
-                              "all, extended, basic, disable (disable: 1:1 per-op view).")] = None,
-        xnnpack: Annotated[list[str] | None, typer.Option(
-            "--xnnpack", help="LiteRT XNNPACK delegate: on, off (both: on,off).")] = None,
-        tvm_tune_trials: Annotated[list[str] | None, typer.Option(
-            "--tvm-tune-trials", help="TVM MetaSchedule trials (0: no tuning); the time "
-                                      "budget is --timeout.")] = None,
-        profile: Annotated[bool, typer.Option(
-            "--profile", help="Also measure per-op times and join them with the MACs.")] = False,
-        profile_runs: Annotated[int, typer.Option(help="Inferences per-op times are taken over."
-                                                  )] = 20,
-        save_profile: Annotated[Path | None, typer.Option(
-            "--save-profile", help="Keep the runtimes' raw profile files in DIR.")] = None,
+        runtime: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--runtime",
+                "-r",
+                help="Runtimes, comma-separated: ort, litert, tvm (default: ort for .onnx, "
+                "litert for .tflite).",
+            ),
+        ] = None,
+        threads: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--threads",
+                help="Thread counts to compare, e.g. 1,2,4 ('default': the "
+                "runtime's own choice). Default 1.",
+            ),
+        ] = None,
+        ort_opt: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--ort-opt",
+                help="ONNX Runtime graph optimisation levels to compare: "
+                "all, extended, basic, disable (disable: 1:1 per-op view).",
+            ),
+        ] = None,
+        xnnpack: Annotated[
+            list[str] | None,
+            typer.Option("--xnnpack", help="LiteRT XNNPACK delegate: on, off (both: on,off)."),
+        ] = None,
+        tvm_tune_trials: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--tvm-tune-trials",
+                help="TVM MetaSchedule trials (0: no tuning); the time budget is --timeout.",
+            ),
+        ] = None,
+        profile: Annotated[
+            bool,
+            typer.Option(
+                "--profile", help="Also measure per-op times and join them with the MACs."
+            ),
+        ] = False,
+        profile_runs: Annotated[
+            int, typer.Option(help="Inferences per-op times are taken over.")
+        ] = 20,
+        save_profile: Annotated[
+            Path | None,
+            typer.Option("--save-profile", help="Keep the runtimes' raw profile files in DIR."),
+        ] = None,
         warmup: Annotated[int, typer.Option(help="Warm-up inferences (at least).")] = 3,
         min_runs: Annotated[int, typer.Option(help="Timed inferences (at least).")] = 10,
-        min_time: Annotated[float, typer.Option(help="Seconds of timed inferences (at least)."
-                                                )] = 1.0,
-        max_time: Annotated[float, typer.Option(help="Stop timing after this many seconds."
-                                                )] = 60.0,
-        timeout: Annotated[float, typer.Option(
-            help="Seconds a run may take in all (load, compile, tune, measure); past it the "
-                 "run is killed and reported.")] = 600.0,
-        inputs: Annotated[list[str] | None, typer.Option(
-            "--input", help="Feed NAME from FILE.npy (repeat); other inputs are generated.")
+        min_time: Annotated[
+            float, typer.Option(help="Seconds of timed inferences (at least).")
+        ] = 1.0,
+        max_time: Annotated[
+            float, typer.Option(help="Stop timing after this many seconds.")
+        ] = 60.0,
+        timeout: Annotated[
+            float,
+            typer.Option(
+                help="Seconds a run may take in all (load, compile, tune, measure); past it the "
+                "run is killed and reported."
+            ),
+        ] = 600.0,
+        inputs: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--input", help="Feed NAME from FILE.npy (repeat); other inputs are generated."
+            ),
         ] = None,
         input_shape: InputShapeOpt = None,
         seed: Annotated[int, typer.Option(help="Seed of the generated inputs.")] = 0,
-        target: Annotated[str | None, typer.Option(
-            "--target", "-t", help="Report % of this target's peak (built-in name or .toml).")
+        target: Annotated[
+            str | None,
+            typer.Option(
+                "--target", "-t", help="Report % of this target's peak (built-in name or .toml)."
+            ),
         ] = None,
-        peak_gmacs: Annotated[float | None, typer.Option(
-            "--peak-gmacs", help="Report % of this peak, in GMAC/s (overrides --target).")
+        peak_gmacs: Annotated[
+            float | None,
+            typer.Option(
+                "--peak-gmacs", help="Report % of this peak, in GMAC/s (overrides --target)."
+            ),
         ] = None,
         top: Annotated[int, typer.Option(help="Hotspots listed per profile (table).")] = 10,
         fmt: FormatOpt = Format.table,
@@ -141,12 +186,20 @@ def register(app: typer.Typer) -> None:
         names = _split(runtime) or None
         if names is None and sweeps:
             names = sorted({k.split(".", 1)[0] for k in sweeps})
-        timing = TimingConfig(warmup_runs=warmup, min_runs=max(min_runs, 1),
-                              min_time_s=min_time, max_time_s=max_time)
+        timing = TimingConfig(
+            warmup_runs=warmup, min_runs=max(min_runs, 1), min_time_s=min_time, max_time_s=max_time
+        )
         specs = plan_runs(
-            model, names, _threads(threads), sweeps,
-            input_shapes=shapes, input_files=parse_input_files(inputs or []), seed=seed,
-            timing=timing, profile=profile, profile_runs=profile_runs,
+            model,
+            names,
+            _threads(threads),
+            sweeps,
+            input_shapes=shapes,
+            input_files=parse_input_files(inputs or []),
+            seed=seed,
+            timing=timing,
+            profile=profile,
+            profile_runs=profile_runs,
             raw_profile_dir=str(save_profile) if save_profile else None,
             keep_samples=False,
         )
@@ -172,20 +225,31 @@ def register(app: typer.Typer) -> None:
 
     @profile_app.command("import")
     def profile_import(
-        file: Annotated[Path, typer.Argument(help="ONNX Runtime profile JSON, TFLite "
-                                                  "benchmark_model output, or TVM debug table.")],
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="ONNX Runtime profile JSON, TFLite benchmark_model output, or TVM debug table."
+            ),
+        ],
         model: Annotated[Path, typer.Option("--model", "-m", help="The model it measured.")],
-        kind: Annotated[str | None, typer.Option(
-            "--kind", help="ort | tflite | tvm-debug (default: from the content).")] = None,
-        skip_runs: Annotated[int, typer.Option(
-            help="ONNX Runtime: leading runs to drop (lazy initialisation).")] = 1,
+        kind: Annotated[
+            str | None,
+            typer.Option("--kind", help="ort | tflite | tvm-debug (default: from the content)."),
+        ] = None,
+        skip_runs: Annotated[
+            int, typer.Option(help="ONNX Runtime: leading runs to drop (lazy initialisation).")
+        ] = 1,
         input_shape: InputShapeOpt = None,
-        target: Annotated[str | None, typer.Option("--target", "-t", help="Report % of this "
-                                                   "target's peak.")] = None,
-        peak_gmacs: Annotated[float | None, typer.Option(
-            "--peak-gmacs", help="Report % of this peak, in GMAC/s.")] = None,
-        threads: Annotated[int | None, typer.Option(
-            help="Threads the profile was taken with (scales a CPU target's peak).")] = None,
+        target: Annotated[
+            str | None, typer.Option("--target", "-t", help="Report % of this target's peak.")
+        ] = None,
+        peak_gmacs: Annotated[
+            float | None, typer.Option("--peak-gmacs", help="Report % of this peak, in GMAC/s.")
+        ] = None,
+        threads: Annotated[
+            int | None,
+            typer.Option(help="Threads the profile was taken with (scales a CPU target's peak)."),
+        ] = None,
         top: Annotated[int, typer.Option(help="Hotspots listed (table).")] = 10,
         fmt: FormatOpt = Format.table,
         output: OutOpt = None,
@@ -208,8 +272,9 @@ def register(app: typer.Typer) -> None:
         peak = peak_fn(RunSpec(str(model), "imported", threads)) if peak_fn else None
         joined = join(analysis, prof, peak_macs_per_s=peak)
         if fmt is Format.json:
-            main_cli._emit(json.dumps(rep.joined_to_dict(joined, str(model), str(file)),
-                                      indent=1), output)
+            main_cli._emit(
+                json.dumps(rep.joined_to_dict(joined, str(model), str(file)), indent=1), output
+            )
         elif fmt is Format.csv:
             main_cli._emit(rep.joined_to_csv(joined), output)
         else:

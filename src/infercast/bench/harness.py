@@ -65,8 +65,9 @@ class Timing:
     samples_s: tuple[float, ...]
 
 
-def measure(run: Callable[[], object], cfg: TimingConfig, progress: Progress | None = None
-            ) -> Timing:
+def measure(
+    run: Callable[[], object], cfg: TimingConfig, progress: Progress | None = None
+) -> Timing:
     """First inference, warm-up and steady-state samples of ``run`` (see the module doc)."""
     clock = time.perf_counter_ns
     t0 = clock()
@@ -90,8 +91,10 @@ def measure(run: Callable[[], object], cfg: TimingConfig, progress: Progress | N
         samples.append((t1 - t0) * 1e-9)
         now = time.perf_counter()
         n = len(samples)
-        if (n >= cfg.min_runs and now - start >= cfg.min_time_s) or n >= cfg.max_runs or (
-            now - start >= cfg.max_time_s and n >= 1
+        if (
+            (n >= cfg.min_runs and now - start >= cfg.min_time_s)
+            or n >= cfg.max_runs
+            or (now - start >= cfg.max_time_s and n >= 1)
         ):
             break
         if progress is not None and now - last_report > 0.2:
@@ -139,8 +142,9 @@ class RunSpec:
             runtime=str(d["runtime"]),
             threads=None if d.get("threads") is None else int(d["threads"]),
             options=dict(d.get("options") or {}),
-            input_shapes={k: tuple(int(x) for x in v)
-                          for k, v in (d.get("input_shapes") or {}).items()},
+            input_shapes={
+                k: tuple(int(x) for x in v) for k, v in (d.get("input_shapes") or {}).items()
+            },
             input_files=dict(d.get("input_files") or {}),
             seed=int(d.get("seed", 0)),
             timing=TimingConfig(**(d.get("timing") or {})),
@@ -196,8 +200,7 @@ def _signal_name(code: int) -> str:
 def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
     pkg_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                    else "")
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 
@@ -286,22 +289,31 @@ def run_isolated(
     wall = time.perf_counter() - start
     if timed_out:
         return RunResult(
-            spec, "timeout", error=f"no result within the {timeout_s:g} s timeout; "
-            "the worker's process group was killed", returncode=rc,
-            stderr_tail=tuple(tail), wall_s=wall,
+            spec,
+            "timeout",
+            error=f"no result within the {timeout_s:g} s timeout; "
+            "the worker's process group was killed",
+            returncode=rc,
+            stderr_tail=tuple(tail),
+            wall_s=wall,
             phase=str(result.get("phase", "")) if result else "",
         )
     if result is None:
-        how = (f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with code {rc}")
+        how = f"killed by {_signal_name(rc)}" if rc < 0 else f"exited with code {rc}"
         return RunResult(
-            spec, "crashed", error=f"the worker {how} without a result",
-            returncode=rc, stderr_tail=tuple(tail), wall_s=wall,
+            spec,
+            "crashed",
+            error=f"the worker {how} without a result",
+            returncode=rc,
+            stderr_tail=tuple(tail),
+            wall_s=wall,
         )
     return _from_message(spec, result, rc, tuple(tail), wall)
 
 
-def _from_message(spec: RunSpec, msg: dict[str, Any], rc: int, tail: tuple[str, ...],
-                  wall: float) -> RunResult:
+def _from_message(
+    spec: RunSpec, msg: dict[str, Any], rc: int, tail: tuple[str, ...], wall: float
+) -> RunResult:
     def summ(d: Any) -> Summary | None:
         return Summary(**d) if isinstance(d, dict) else None
 

@@ -253,8 +253,7 @@ def join(
     )
 
 
-def _row(o: OpTime, layers: dict[int, LayerCost], total_t: float,
-         peak: float | None) -> JoinedRow:
+def _row(o: OpTime, layers: dict[int, LayerCost], total_t: float, peak: float | None) -> JoinedRow:
     cov = [layers[i] for i in o.layers if i in layers]
     macs = _sum_known([ly.macs for ly in cov]) if cov else None
     flops = _sum_known([ly.flops for ly in cov]) if cov else None

@@ -25,8 +25,11 @@ class BenchProgress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=self.console, transient=True,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
         )
         self._progress.start()
         self._task = self._progress.add_task("", total=100.0)

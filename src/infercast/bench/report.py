@@ -54,7 +54,8 @@ def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> di
         "n": s.n if s else 0,
         "achieved_macs_per_s": ach,
         "achieved_flops_per_s": (rep.total_flops / s.median_s)
-        if (s and rep.total_flops and s.median_s > 0) else None,
+        if (s and rep.total_flops and s.median_s > 0)
+        else None,
         "peak_macs_per_s": peak,
         "pct_of_peak": (100.0 * ach / peak) if (ach and peak) else None,
         "fastest": i == fastest,
@@ -90,8 +91,11 @@ def to_dict(rep: BenchReport) -> dict[str, Any]:
         "macs": rep.total_macs,
         "flops": rep.total_flops,
         "environment": dict(rep.environment),
-        "timing": {**timing, "timeout_s": rep.timeout_s,
-                   "ci": "95% CI of the median, binomial order statistics"},
+        "timing": {
+            **timing,
+            "timeout_s": rep.timeout_s,
+            "ci": "95% CI of the median, binomial order statistics",
+        },
         "runs": runs,
         "fastest_run": fastest,
         "profile_run": prof_run,
@@ -100,12 +104,41 @@ def to_dict(rep: BenchReport) -> dict[str, Any]:
     }
 
 
-_PROFILE_COLS = ["index", "name", "op", "measured_s", "share", "macs", "flops",
-                 "achieved_macs_per_s", "achieved_flops_per_s", "pct_of_peak", "mapping",
-                 "provider", "layers", "note"]
-_RUN_COLS = ["runtime", "threads", "options", "status", "first_s", "median_s", "mean_s",
-             "p90_s", "p99_s", "std_s", "ci95_low_s", "ci95_high_s", "n",
-             "achieved_macs_per_s", "pct_of_peak", "fastest", "error"]
+_PROFILE_COLS = [
+    "index",
+    "name",
+    "op",
+    "measured_s",
+    "share",
+    "macs",
+    "flops",
+    "achieved_macs_per_s",
+    "achieved_flops_per_s",
+    "pct_of_peak",
+    "mapping",
+    "provider",
+    "layers",
+    "note",
+]
+_RUN_COLS = [
+    "runtime",
+    "threads",
+    "options",
+    "status",
+    "first_s",
+    "median_s",
+    "mean_s",
+    "p90_s",
+    "p99_s",
+    "std_s",
+    "ci95_low_s",
+    "ci95_high_s",
+    "n",
+    "achieved_macs_per_s",
+    "pct_of_peak",
+    "fastest",
+    "error",
+]
 
 
 def _cell(v: Any) -> Any:
@@ -125,8 +158,15 @@ def to_csv(rep: BenchReport) -> str:
         w.writerow(["run", "runtime", "threads", "options", *_PROFILE_COLS])
         for i, run in enumerate(d["runs"]):
             for row in run.get("profile", []):
-                w.writerow([i, run["runtime"], run["threads"], _cell(run["options"]),
-                            *[_cell(row.get(c)) for c in _PROFILE_COLS]])
+                w.writerow(
+                    [
+                        i,
+                        run["runtime"],
+                        run["threads"],
+                        _cell(run["options"]),
+                        *[_cell(row.get(c)) for c in _PROFILE_COLS],
+                    ]
+                )
     else:
         w.writerow(_RUN_COLS)
         for run in d["runs"]:
@@ -148,12 +188,25 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
 
     fastest = rep.fastest()
     macs = rep.total_macs
-    t = Table(title=f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})",
-              title_justify="left")
-    for col, just in [("runtime", "left"), ("threads", "right"), ("options", "left"),
-                      ("status", "left"), ("first ms", "right"), ("median ms", "right"),
-                      ("95% CI ms", "right"), ("p90 ms", "right"), ("p99 ms", "right"),
-                      ("n", "right"), ("GMAC/s", "right"), ("% peak", "right"), ("", "left")]:
+    t = Table(
+        title=f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})",
+        title_justify="left",
+    )
+    for col, just in [
+        ("runtime", "left"),
+        ("threads", "right"),
+        ("options", "left"),
+        ("status", "left"),
+        ("first ms", "right"),
+        ("median ms", "right"),
+        ("95% CI ms", "right"),
+        ("p90 ms", "right"),
+        ("p99 ms", "right"),
+        ("n", "right"),
+        ("GMAC/s", "right"),
+        ("% peak", "right"),
+        ("", "left"),
+    ]:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for i, r in enumerate(rep.runs):
         s = r.summary
@@ -161,12 +214,18 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
         peak = rep.peaks.get(i)
         opts = ",".join(f"{k}={v}" for k, v in (r.resolved_options or r.spec.options).items())
         t.add_row(
-            r.spec.runtime, "default" if r.spec.threads is None else str(r.spec.threads), opts,
+            r.spec.runtime,
+            "default" if r.spec.threads is None else str(r.spec.threads),
+            opts,
             Text(r.status, style="green" if r.ok else "bold red"),
-            _ms(r.first_s), _ms(s.median_s if s else None),
+            _ms(r.first_s),
+            _ms(s.median_s if s else None),
             f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-",
-            _ms(s.p90_s if s else None), _ms(s.p99_s if s else None), str(s.n if s else 0),
-            _rate(ach), f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
+            _ms(s.p90_s if s else None),
+            _ms(s.p99_s if s else None),
+            str(s.n if s else 0),
+            _rate(ach),
+            f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
             Text("fastest", style="bold") if i == fastest else "",
         )
     out: list[Any] = [t]
@@ -210,18 +269,31 @@ def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
         summ += f" = {j.pct_of_peak:.1f}% of peak"
     parts.append(Text(summ))
     t = Table(title=f"top {top} by time", title_justify="left")
-    for col, just in [("#", "right"), ("name", "left"), ("op", "left"), ("ms", "right"),
-                      ("share %", "right"), ("MACs", "right"), ("GMAC/s", "right"),
-                      ("% peak", "right"), ("layers", "left")]:
+    for col, just in [
+        ("#", "right"),
+        ("name", "left"),
+        ("op", "left"),
+        ("ms", "right"),
+        ("share %", "right"),
+        ("MACs", "right"),
+        ("GMAC/s", "right"),
+        ("% peak", "right"),
+        ("layers", "left"),
+    ]:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in j.hotspots(top):
         t.add_row(
-            "-" if r.index is None else str(r.index), r.name[-60:], r.op, _ms(r.measured_s),
-            f"{100 * r.share:.1f}", human_count(r.macs) if r.macs is not None else "-",
+            "-" if r.index is None else str(r.index),
+            r.name[-60:],
+            r.op,
+            _ms(r.measured_s),
+            f"{100 * r.share:.1f}",
+            human_count(r.macs) if r.macs is not None else "-",
             _rate(r.achieved_macs_per_s),
             f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-",
-            (r.note or "") if not r.layers else ",".join(map(str, r.layers[:6]))
-            + ("…" if len(r.layers) > 6 else ""),
+            (r.note or "")
+            if not r.layers
+            else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else ""),
         )
     parts.append(t)
     if j.outside:
@@ -252,5 +324,13 @@ def joined_to_csv(j: Joined) -> str:
     return buf.getvalue()
 
 
-__all__ = ["INTERNAL", "SCHEMA", "joined_to_csv", "joined_to_dict", "render_join",
-           "render_tables", "to_csv", "to_dict"]
+__all__ = [
+    "INTERNAL",
+    "SCHEMA",
+    "joined_to_csv",
+    "joined_to_dict",
+    "render_join",
+    "render_tables",
+    "to_csv",
+    "to_dict",
+]

@@ -53,10 +53,9 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int, float]:
     if n <= 0:
         raise ValueError("no samples")
     k = np.arange(n + 1)
-    log_pmf = (
-        np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k])
-        - n * math.log(2.0)
-    )
+    log_pmf = np.array(
+        [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k]
+    ) - n * math.log(2.0)
     cdf = np.cumsum(np.exp(log_pmf))
     alpha = 1.0 - level
     best = 1

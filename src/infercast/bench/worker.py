@@ -40,8 +40,12 @@ def execute(spec: RunSpec, progress: Progress | None = None) -> dict[str, Any]:
     from infercast.bench.runtimes import get_runtime, resolve_options
 
     phase = "load"
-    out: dict[str, Any] = {"event": "result", "status": "failed", "runtime": spec.runtime,
-                           "threads": spec.threads}
+    out: dict[str, Any] = {
+        "event": "result",
+        "status": "failed",
+        "runtime": spec.runtime,
+        "threads": spec.threads,
+    }
     try:
         rt = get_runtime(spec.runtime)
         opts = resolve_options(rt, spec.options)
@@ -100,8 +104,14 @@ def main() -> int:
     try:
         spec = RunSpec.from_dict(json.loads(sys.stdin.read()))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        emit({"event": "result", "status": "failed", "phase": "spec",
-              "error": f"bad worker spec: {exc}"})
+        emit(
+            {
+                "event": "result",
+                "status": "failed",
+                "phase": "spec",
+                "error": f"bad worker spec: {exc}",
+            }
+        )
         return 2
 
     def progress(phase: str, done: float) -> None:

@@ -39,11 +39,23 @@ _PER_INPUT: dict[str, tuple[int, str]] = {
 }
 
 _ARGS: dict[str, tuple[int, ...]] = {
-    "reduce_sum": (1,), "reduce_mean": (1,), "reduce_max": (1,), "reduce_min": (1,),
-    "reduce_prod": (1,), "reduce_any": (1,), "reduce_all": (1,), "reduce_l1": (1,),
-    "reduce_l2": (1,), "reduce_sum_square": (1,), "reduce_log_sum": (1,),
-    "reduce_log_sum_exp": (1,), "arg_max": (1,), "arg_min": (1,), "cum_sum": (1,),
-    "cum_prod": (1,), "top_k": (1,),
+    "reduce_sum": (1,),
+    "reduce_mean": (1,),
+    "reduce_max": (1,),
+    "reduce_min": (1,),
+    "reduce_prod": (1,),
+    "reduce_any": (1,),
+    "reduce_all": (1,),
+    "reduce_l1": (1,),
+    "reduce_l2": (1,),
+    "reduce_sum_square": (1,),
+    "reduce_log_sum": (1,),
+    "reduce_log_sum_exp": (1,),
+    "arg_max": (1,),
+    "arg_min": (1,),
+    "cum_sum": (1,),
+    "cum_prod": (1,),
+    "top_k": (1,),
 }
 
 

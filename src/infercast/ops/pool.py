@@ -22,9 +22,7 @@ def pool_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=ctx.out_elems() * _window(ctx))
 
 
-@register(
-    "global_avg_pool", "global_max_pool", "global_lp_pool", family="pool"
-)
+@register("global_avg_pool", "global_max_pool", "global_lp_pool", family="pool")
 def global_pool_cost(ctx: OpContext) -> OpCost:
     """0 MACs; FLOPs = input elements (one add or compare per input value)."""
     return OpCost(flops=numel(ctx.input(0)))
@@ -42,5 +40,3 @@ def roi_cost(ctx: OpContext) -> OpCost:
     3 lerps of 3 FLOPs), samples per bin = sampling_ratio^2 (2^2 when adaptive)."""
     ratio = ctx.int_attr("sampling_ratio", 0) or 2
     return OpCost(flops=ctx.out_elems() * ratio * ratio * 9)
-
-

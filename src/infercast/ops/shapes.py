@@ -719,9 +719,7 @@ def _conv_transpose(ctx: OpContext) -> Shapes:
             spatial.append(d * strides[i])
         else:
             pad = 0 if auto == "VALID" else pads[i] + pads[i + n]
-            spatial.append(
-                strides[i] * (d - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1 - pad
-            )
+            spatial.append(strides[i] * (d - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1 - pad)
     return [(x[0], out_c, *spatial)]
 
 
@@ -1454,9 +1452,7 @@ def _layout_for(graph: Graph, shape: Shape | None, old: str | None) -> str | Non
     return graph.layout if shape is not None and len(shape) == 4 else None
 
 
-def _run_rule(
-    fn: Callable[[OpContext], Any], ctx: OpContext, strict: bool
-) -> Any:
+def _run_rule(fn: Callable[[OpContext], Any], ctx: OpContext, strict: bool) -> Any:
     try:
         return fn(ctx)
     except _Unknown:
@@ -1478,9 +1474,7 @@ def _combine(old: Shape | None, new: Shape | None, replace: bool) -> Shape | Non
     return tuple(o if o is not None else n for o, n in zip(old, new, strict=True))
 
 
-def infer_missing_shapes(
-    graph: Graph, *, recompute: bool = False, strict: bool = False
-) -> Graph:
+def infer_missing_shapes(graph: Graph, *, recompute: bool = False, strict: bool = False) -> Graph:
     """Fill unknown output shapes from the handlers' ``infer`` rules (ONNX graphs).
 
     Walks the nodes in order, propagating small known values, and returns a new
@@ -1541,9 +1535,7 @@ BODY_INPUTS.update(
 )  # fmt: skip
 
 
-def _seed_body(
-    body: Graph, shapes: list[Shape | None] | None, recompute: bool
-) -> Graph:
+def _seed_body(body: Graph, shapes: list[Shape | None] | None, recompute: bool) -> Graph:
     if not shapes:
         return body
     tensors = dict(body.tensors)
@@ -1699,6 +1691,10 @@ def _attach() -> None:
 
 _attach()
 
-__all__ = ["MAX_VALUE_ELEMENTS", "ONNX_INFERENCE_WRONG", "broadcast", "infer_missing_shapes",
-           "matmul_shape"]
-
+__all__ = [
+    "MAX_VALUE_ELEMENTS",
+    "ONNX_INFERENCE_WRONG",
+    "broadcast",
+    "infer_missing_shapes",
+    "matmul_shape",
+]

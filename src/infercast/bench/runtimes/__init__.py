@@ -90,9 +90,7 @@ def runtime_names() -> list[str]:
 def get_runtime(name: str) -> Runtime:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in _ADAPTERS:
-        raise RuntimeOptionError(
-            f"unknown runtime '{name}'", f"choose from {', '.join(_ADAPTERS)}"
-        )
+        raise RuntimeOptionError(f"unknown runtime '{name}'", f"choose from {', '.join(_ADAPTERS)}")
     module, cls = _ADAPTERS[key]
     rt: Runtime = getattr(importlib.import_module(module), cls)()
     return rt
@@ -100,8 +98,11 @@ def get_runtime(name: str) -> Runtime:
 
 def missing(rt: Runtime, exc: BaseException) -> RuntimeUnavailable:
     how = f"pip install 'infercast[{rt.extra}]'" if rt.extra else f"pip install {rt.package}"
-    return RuntimeUnavailable(f"runtime '{rt.name}' needs {rt.package}, which cannot be imported "
-                              f"({type(exc).__name__}: {exc})", how)
+    return RuntimeUnavailable(
+        f"runtime '{rt.name}' needs {rt.package}, which cannot be imported "
+        f"({type(exc).__name__}: {exc})",
+        how,
+    )
 
 
 def resolve_options(rt: Runtime, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -147,7 +148,8 @@ def fixed_shape(name: str, dims: Any, input_shapes: Shapes) -> tuple[int, ...]:
         else:
             raise ModelInputError(
                 f"input '{name}' has a dimension that is not fixed ({list(dims)})",
-                f"give it with --input-shape {name}=" + "x".join(
+                f"give it with --input-shape {name}="
+                + "x".join(
                     str(int(x)) if isinstance(x, (int, np.integer)) and int(x) >= 0 else "N"
                     for x in dims
                 ),

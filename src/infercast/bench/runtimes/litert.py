@@ -26,13 +26,15 @@ def _import() -> Any:
 
 
 class LiteRtSession:
-    def __init__(self, mod: Any, model: Path, threads: int | None, xnnpack: bool,
-                 input_shapes: Shapes) -> None:
+    def __init__(
+        self, mod: Any, model: Path, threads: int | None, xnnpack: bool, input_shapes: Shapes
+    ) -> None:
         self._mod = mod
         self._data = model.read_bytes()
         self._threads = threads
         self._resolver = (
-            mod.OpResolverType.BUILTIN if xnnpack
+            mod.OpResolverType.BUILTIN
+            if xnnpack
             else mod.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         )
         self.interp = self._make(self._data)
@@ -41,9 +43,11 @@ class LiteRtSession:
         for d in details:
             name = d["name"]
             sig = d.get("shape_signature", d["shape"])
-            shape = fixed_shape(name, sig, input_shapes) if (
-                name in input_shapes or any(int(x) < 0 for x in sig)
-            ) else tuple(int(x) for x in d["shape"])
+            shape = (
+                fixed_shape(name, sig, input_shapes)
+                if (name in input_shapes or any(int(x) < 0 for x in sig))
+                else tuple(int(x) for x in d["shape"])
+            )
             if tuple(int(x) for x in d["shape"]) != shape:
                 self.interp.resize_tensor_input(d["index"], list(shape), strict=False)
                 resized = True
@@ -106,5 +110,4 @@ class LiteRtRuntime:
             mod = _import()
         except ImportError as exc:
             raise missing(self, exc) from exc
-        return LiteRtSession(mod, model, threads, bool(options.get("xnnpack", True)),
-                             input_shapes)
+        return LiteRtSession(mod, model, threads, bool(options.get("xnnpack", True)), input_shapes)

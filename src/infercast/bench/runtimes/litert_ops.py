@@ -93,8 +93,13 @@ def _cut_one(schema: Any, model: Any, sg: Any, op: Any, i: int, name: str) -> by
     for t in op.inputs if op.inputs is not None else []:
         j = add(int(t))
         src = sg.tensors[int(t)] if int(t) >= 0 else None
-        if j >= 0 and src is not None and not _is_constant(model, src) and not src.isVariable \
-                and j not in inputs:
+        if (
+            j >= 0
+            and src is not None
+            and not _is_constant(model, src)
+            and not src.isVariable
+            and j not in inputs
+        ):
             inputs.append(j)
     outs = [add(int(t)) for t in (op.outputs if op.outputs is not None else [])]
     new_op = copy.copy(op)
@@ -203,8 +208,11 @@ def profile_single_ops(
             interp = make_interpreter(blob)
             interp.allocate_tensors()
             specs = tuple(
-                InputSpec(d["name"] or f"in{k}", tuple(int(x) for x in d["shape"]),
-                          np.dtype(d["dtype"]).name)
+                InputSpec(
+                    d["name"] or f"in{k}",
+                    tuple(int(x) for x in d["shape"]),
+                    np.dtype(d["dtype"]).name,
+                )
                 for k, d in enumerate(interp.get_input_details())
             )
             feeds, _ = make_inputs(specs, seed=seed)
@@ -216,8 +224,12 @@ def profile_single_ops(
             continue
         ops.append(
             OpTime(
-                name=f"{name}:{i}", op=name, measured_s=max(t - overhead, 0.0),
-                layers=(i,), mapping="index", extra={"raw_s": t},
+                name=f"{name}:{i}",
+                op=name,
+                measured_s=max(t - overhead, 0.0),
+                layers=(i,),
+                mapping="index",
+                extra={"raw_s": t},
             )
         )
     whole_after = _time(whole_invoke, runs, min_time_s)
@@ -239,6 +251,9 @@ def profile_single_ops(
             "sequence (cache state, XNNPACK fusing neighbouring ops)"
         ),
         notes=tuple(notes),
-        meta={"invoke_overhead_s": overhead, "whole_before_s": whole_before,
-              "whole_after_s": whole_after},
+        meta={
+            "invoke_overhead_s": overhead,
+            "whole_before_s": whole_before,
+            "whole_after_s": whole_after,
+        },
     )

@@ -52,8 +52,9 @@ def _import() -> Any:
 
 
 class OrtSession:
-    def __init__(self, ort: Any, model: Path, make_options: Callable[[], Any],
-                 input_shapes: Shapes) -> None:
+    def __init__(
+        self, ort: Any, model: Path, make_options: Callable[[], Any], input_shapes: Shapes
+    ) -> None:
         self._ort = ort
         self._model = model
         self._make_options = make_options
@@ -67,8 +68,9 @@ class OrtSession:
         for i in self.sess.get_inputs():
             if i.type not in _DTYPES:
                 raise ModelInputError(f"input '{i.name}' has type {i.type}, which cannot be fed")
-            specs.append(InputSpec(i.name, fixed_shape(i.name, i.shape, self._input_shapes),
-                                   _DTYPES[i.type]))
+            specs.append(
+                InputSpec(i.name, fixed_shape(i.name, i.shape, self._input_shapes), _DTYPES[i.type])
+            )
         return tuple(specs)
 
     def runner(self, feeds: Feeds) -> Callable[[], object]:
@@ -112,8 +114,11 @@ class OrtRuntime:
     formats = frozenset({"onnx"})
     options: Mapping[str, OptionSpec] = {
         "opt_level": OptionSpec(
-            "opt_level", str, "all",
-            "graph optimisation level (disable: the model's nodes one to one)", OPT_LEVELS,
+            "opt_level",
+            str,
+            "all",
+            "graph optimisation level (disable: the model's nodes one to one)",
+            OPT_LEVELS,
         ),
     }
 

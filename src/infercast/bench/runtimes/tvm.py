@@ -45,8 +45,17 @@ from infercast.bench.runtimes import (
     missing,
 )
 
-_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
-                9: "bool", 10: "float16", 11: "float64"}
+_ONNX_DTYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+}
 BUILTIN_PREFIX = "vm.builtin."
 
 
@@ -134,8 +143,10 @@ class TvmSession:
             runs=len(kept),
             statistic="median",
             outside="the Python call into the VM and argument checks; instrument callbacks",
-            notes=("each VM call timed by VirtualMachine.set_instrument; 'vm.builtin.*' is the "
-                   "VM's allocation and shape-check calls together",),
+            notes=(
+                "each VM call timed by VirtualMachine.set_instrument; 'vm.builtin.*' is the "
+                "VM's allocation and shape-check calls together",
+            ),
         )
 
     def close(self) -> None:
@@ -153,7 +164,9 @@ class TvmRuntime:
     formats = frozenset({"onnx"})
     options: Mapping[str, OptionSpec] = {
         "tune_trials": OptionSpec(
-            "tune_trials", int, 0,
+            "tune_trials",
+            int,
+            0,
             "MetaSchedule tuning trials over all kernels (0: no tuning, TVM's default schedules)",
         ),
     }
@@ -194,15 +207,20 @@ class TvmRuntime:
                 continue
             tt = vi.type.tensor_type
             if tt.elem_type not in _ONNX_DTYPES:
-                raise ModelInputError(f"input '{vi.name}' has ONNX type {tt.elem_type}, "
-                                      "which cannot be fed")
+                raise ModelInputError(
+                    f"input '{vi.name}' has ONNX type {tt.elem_type}, which cannot be fed"
+                )
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
-            specs.append(InputSpec(vi.name, fixed_shape(vi.name, dims, input_shapes),
-                                   _ONNX_DTYPES[tt.elem_type]))
+            specs.append(
+                InputSpec(
+                    vi.name, fixed_shape(vi.name, dims, input_shapes), _ONNX_DTYPES[tt.elem_type]
+                )
+            )
         shape_dict = {s.name: list(s.shape) for s in specs}
         dtype_dict = {s.name: s.dtype for s in specs}
-        mod = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict,
-                        keep_params_in_input=False)
+        mod = from_onnx(
+            proto, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False
+        )
         cores = threads or len(os.sched_getaffinity(0))
         target = tvm.target.Target(
             {"kind": "llvm", "mcpu": str(codegen.llvm_get_system_cpu()), "num-cores": cores}
@@ -213,8 +231,11 @@ class TvmRuntime:
             try:
                 t0 = time.perf_counter()
                 mod = relax.get_pipeline(
-                    "static_shape_tuning", total_trials=trials, target=target,
-                    work_dir=str(work), max_trials_per_task=max(1, trials // 4),
+                    "static_shape_tuning",
+                    total_trials=trials,
+                    target=target,
+                    work_dir=str(work),
+                    max_trials_per_task=max(1, trials // 4),
                 )(mod)
                 meta["tune_s"] = time.perf_counter() - t0
             finally:
