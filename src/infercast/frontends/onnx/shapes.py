@@ -35,9 +35,12 @@ from typing import Any
 import numpy as np
 
 from infercast.ir.graph import Dim, Graph, Shape, Tensor
-from infercast.ops.registry import InferFn, OpContext, registered_ops, set_infer
+from infercast.ops.registry import OpContext
 
 Shapes = list[Shape | None]
+InferFn = Callable[[OpContext], Shapes]
+"""Output shapes by position in ``node.outputs`` (None: not known); shorter lists leave
+the remaining outputs unknown."""
 
 MAX_VALUE_ELEMENTS = 4096
 """Largest value (in elements) the pass propagates."""
@@ -1475,7 +1478,7 @@ def _combine(old: Shape | None, new: Shape | None, replace: bool) -> Shape | Non
 
 
 def infer_missing_shapes(graph: Graph, *, recompute: bool = False, strict: bool = False) -> Graph:
-    """Fill unknown output shapes from the handlers' ``infer`` rules (ONNX graphs).
+    """Fill unknown output shapes from the rules in :data:`RULES` (ONNX graphs).
 
     Walks the nodes in order, propagating small known values, and returns a new
     :class:`Graph` whose tensors (and subgraphs) carry the completed shapes.
@@ -1560,7 +1563,6 @@ def _infer_graph(
     recompute: bool,
     strict: bool,
 ) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
-    handlers = registered_ops()
     tensors: dict[str, Tensor] = dict(graph.tensors)
     produced = {o for n in graph.nodes for o in n.outputs if o}
     # Values visible from enclosing graphs, updated by the enclosing pass.
@@ -1601,15 +1603,15 @@ def _infer_graph(
         if node.subgraphs:
             view = dataclasses.replace(meta_graph, tensors=tensors, subgraphs=subgraphs)
         ctx = OpContext(view, node, ins, outs, values)
-        handler = handlers.get(node.op)
+        rule_fn = RULES.get(node.op)
         replace = node.op in ONNX_INFERENCE_WRONG or any(n in dirty for n in node.inputs if n)
         need = replace or any(
             _has_unknown(tensors[o].shape) for o in node.outputs if o and o in tensors
         )
         if need:
             shapes: list[Shape | None] | None = None
-            if handler is not None and handler.infer is not None:
-                shapes = _run_rule(handler.infer, ctx, strict)
+            if rule_fn is not None:
+                shapes = _run_rule(rule_fn, ctx, strict)
             for i, o in enumerate(node.outputs):
                 if not o or o not in tensors:
                     continue
@@ -1674,26 +1676,15 @@ def _if_values(
             values[out] = v
 
 
-def _attach() -> None:
-    handlers = registered_ops()
-    rules: dict[str, InferFn] = dict(RULES)
-    for op in _SAME_SHAPE:
-        rules.setdefault(op, same_as_input)
-    for op in _BROADCAST:
-        rules.setdefault(op, broadcast_inputs)
-    missing = sorted(op for op in rules if op not in handlers)
-    if missing:
-        raise RuntimeError(f"shape rules for unregistered ops: {', '.join(missing)}")
-    for op, fn in rules.items():
-        if op in handlers:
-            set_infer([op], fn)
-
-
-_attach()
+for _op in _SAME_SHAPE:
+    RULES.setdefault(_op, same_as_input)
+for _op in _BROADCAST:
+    RULES.setdefault(_op, broadcast_inputs)
 
 __all__ = [
     "MAX_VALUE_ELEMENTS",
     "ONNX_INFERENCE_WRONG",
+    "RULES",
     "broadcast",
     "infer_missing_shapes",
     "matmul_shape",
