@@ -516,8 +516,6 @@ def _graph(
         attrs = _canonical_attrs(op, attrs, in_tensors)
         if op == "conv":
             op = _maybe_depthwise(attrs, in_tensors)
-        if folded:
-            attrs["folded"] = True
         for out_name in n.output:
             if not out_name:
                 continue
@@ -538,6 +536,7 @@ def _graph(
                 attrs,
                 tuple(called),
                 n.domain,
+                folded,
             )
         )
     outputs = tuple(vi.name for vi in g.output)
