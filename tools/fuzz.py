@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fuzz_driver import REPO, ForkServer, Outcome, signature, violations  # noqa: E402
-from fuzz_mutate import (  # noqa: E402
+from fuzz_driver import REPO, ForkServer, Outcome, signature, violations
+from fuzz_mutate import (
     mutate_json,
     mutate_onnx,
     mutate_text,
@@ -173,10 +173,29 @@ def model_seeds(
             if any(
                 k in c.name
                 for k in (
-                    "where", "sum_", "pad", "onehot", "hannwindow", "convtranspose", "einsum",
-                    "regex", "_if", "loop", "scan", "range", "tile", "expand", "constantofshape",
-                    "reshape", "resize", "string", "cumsum", "topk", "nonzero", "unique",
-                )  # fmt: skip
+                    "where",
+                    "sum_",
+                    "pad",
+                    "onehot",
+                    "hannwindow",
+                    "convtranspose",
+                    "einsum",
+                    "regex",
+                    "_if",
+                    "loop",
+                    "scan",
+                    "range",
+                    "tile",
+                    "expand",
+                    "constantofshape",
+                    "reshape",
+                    "resize",
+                    "string",
+                    "cumsum",
+                    "topk",
+                    "nonzero",
+                    "unique",
+                )
             )
         ]
         rest = [c for c in cases if c not in first]
@@ -190,7 +209,9 @@ def model_seeds(
     return seeds
 
 
-def text_seeds(small_onnx: Path, small_tflite: Path, extra_targets: Iterable[Path] = ()) -> list[Seed]:
+def text_seeds(
+    small_onnx: Path, small_tflite: Path, extra_targets: Iterable[Path] = ()
+) -> list[Seed]:
     """Built-in target files and the real profile samples of ``tests/data/profiles``."""
     seeds = [Seed("toml", p) for p in sorted((REPO / "src/infercast/targets/data").glob("*.toml"))]
     seeds.extend(Seed("toml", p) for p in extra_targets)
@@ -386,9 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [
         s
         for s in model_seeds(
-            example, edge, ensure("onnx_node"), ensure("silero"), n_node=args.node_tests,
+            example,
+            edge,
+            ensure("onnx_node"),
+            ensure("silero"),
+            n_node=args.node_tests,
             rng_seed=args.seed,
-        )  # fmt: skip
+        )
         if s.kind in kinds
     ]
     small_onnx = edge / "convs_5x5_7x7.onnx"

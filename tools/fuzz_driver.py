@@ -147,12 +147,13 @@ def signature(o: Outcome, why: Sequence[str]) -> str:
 
 def _warm() -> None:
     """Import what runs use, once, before any fork."""
-    import infercast.cli  # noqa: F401
-    import infercast.frontends.onnx  # noqa: F401
-    import infercast.frontends.tflite as tfl
     import numpy  # noqa: F401
     import onnx.reference  # noqa: F401
     import rich.console  # noqa: F401
+
+    import infercast.cli
+    import infercast.frontends.onnx  # noqa: F401
+    import infercast.frontends.tflite as tfl
 
     with contextlib.suppress(Exception):
         tfl._names(tfl._schema())

@@ -127,7 +127,9 @@ def _tflite_field(model: Any, rng: random.Random) -> str:
         op = _pick(rng, ops)
         attr = "inputs" if choice == 4 else "outputs"
         vec = list(getattr(op, attr) if getattr(op, attr) is not None else [])
-        v = _pick(rng, [-1, len(tensors), len(tensors) + 5, 2**31 - 1, rng.randrange(len(tensors) or 1)])
+        v = _pick(
+            rng, [-1, len(tensors), len(tensors) + 5, 2**31 - 1, rng.randrange(len(tensors) or 1)]
+        )
         if vec and rng.random() < 0.8:
             vec[rng.randrange(len(vec))] = v
         else:
@@ -297,14 +299,16 @@ def constify(model: Any, rng: random.Random, values: dict[str, Any] | None = Non
     vi = _pick(rng, cands)
     arr = (values or {}).get(vi.name)
     if arr is None:
-        dims = [d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim]
+        dims = [
+            d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim
+        ]
         if math.prod(dims) > 4096:
             return False
         try:
             dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
         except Exception:
             return False
-        if dtype == object:
+        if np.dtype(dtype).kind == "O":
             return False
         arr = np.asarray(rng.randrange(0, 4), dtype=dtype) * np.ones(dims, dtype=dtype)
     g.initializer.append(numpy_helper.from_array(np.asarray(arr), vi.name))
@@ -335,7 +339,7 @@ def _onnx_field(model: Any, rng: random.Random, ops: list[str]) -> str:
         elif a.type == AttributeProto.FLOATS and len(a.floats):
             a.floats[rng.randrange(len(a.floats))] = _pick(rng, FLOATS)
         elif a.type == AttributeProto.STRING:
-            a.s = _pick(rng, NAMES + ["(a+)+$", "NCHW", "constant"]).encode("utf-8", "replace")
+            a.s = _pick(rng, [*NAMES, "(a+)+$", "NCHW", "constant"]).encode("utf-8", "replace")
         elif a.type == AttributeProto.TENSOR:
             if len(a.t.dims):
                 a.t.dims[rng.randrange(len(a.t.dims))] = _pick(rng, INTS64)
@@ -344,7 +348,7 @@ def _onnx_field(model: Any, rng: random.Random, ops: list[str]) -> str:
         return "attribute"
     if choice == 2 and nodes:
         n = _pick(rng, nodes)
-        names = _value_names(g) + ["", "nowhere"]
+        names = [*_value_names(g), "", "nowhere"]
         if len(n.input) and rng.random() < 0.8:
             n.input[rng.randrange(len(n.input))] = _pick(rng, names)
         else:
@@ -541,7 +545,18 @@ def mutate_toml(text: str, rng: random.Random, to_toml: Callable[[dict[str, Any]
 
 
 JSON_VALUES: list[Any] = [
-    -1, -1000.5, math.nan, math.inf, 1e308, 10**30, "12", None, [], {}, True, {"a": [[[]]]},
+    -1,
+    -1000.5,
+    math.nan,
+    math.inf,
+    1e308,
+    10**30,
+    "12",
+    None,
+    [],
+    {},
+    True,
+    {"a": [[[]]]},
 ]
 
 
