@@ -6,25 +6,40 @@ carries the identifier ``TFL3`` at byte 4; anything else is tried as ONNX.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import mmap
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from infercast.errors import InputShapeError, ModelFileError
 from infercast.ir.graph import Graph, Shape
 
 __all__ = ["load", "parse_input_shapes"]
 
+MAX_DIM = 2**31 - 1
+"""Largest dimension ``--input-shape`` takes (TFLite stores dimensions as int32)."""
+MAX_RANK = 16
+
 
 def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
     """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
     p = Path(path)
-    if not p.exists():
-        raise ModelFileError(f"{p}: no such file")
-    if p.is_dir():
+    try:
+        st = p.stat()
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise ModelFileError(f"{p}: no such file") from None
+        raise ModelFileError(f"{p}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise ModelFileError(f"{p}: is a directory, not a model file")
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO or a device would block in open() or never end.
+        raise ModelFileError(f"{p}: not a regular file (a pipe, socket or device)")
     try:
         with open(p, "rb") as f:
             head = f.read(8)
@@ -34,7 +49,7 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
                 from infercast.frontends.tflite import load_tflite
 
                 # A memory map: weight buffers are never paged in, only sized.
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                with _mapped(f) as data:
                     graph = load_tflite(str(p), data, input_shapes)
                 if p.suffix.lower() not in (".tflite", ".lite", ".bin"):
                     named = p.suffix or "without a suffix"
@@ -60,6 +75,20 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
     return load_onnx(str(p), structure, input_shapes)
 
 
+@contextlib.contextmanager
+def _mapped(f: BinaryIO) -> Iterator[mmap.mmap]:
+    """A read-only memory map of ``f``, closed on exit unless a view of it is still
+    referenced (a numpy array in an error's traceback): then it stays open until the
+    last view goes, so no view ever reads a closed map, and no ``BufferError`` replaces
+    the error being raised."""
+    data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield data
+    finally:
+        with contextlib.suppress(BufferError):
+            data.close()
+
+
 def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
     """Parse ``name=1x3x224x224`` options (several may be given)."""
     out: dict[str, Shape] = {}
@@ -79,5 +108,10 @@ def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
             ) from None
         if any(d <= 0 for d in shape):
             raise InputShapeError(f"--input-shape '{spec}': every dimension must be positive")
+        if any(d > MAX_DIM for d in shape) or len(shape) > MAX_RANK:
+            raise InputShapeError(
+                f"--input-shape '{spec[:80]}': at most {MAX_RANK} dimensions of at most "
+                f"{MAX_DIM} each"
+            )
         out[name] = shape
     return out

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import ModelFileError, SymbolicShapeError
+from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.sandbox import Limits, SandboxError, run_forked
 
 TFLITE_IDENTIFIER = b"TFL3"
 
@@ -229,7 +230,7 @@ def load_tflite(
         raise ModelFileError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
     try:
         return _parse(schema, path, data, input_shapes or {})
-    except (ModelFileError, SymbolicShapeError):
+    except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:  # the flatbuffer accessors raise anything on bad offsets
         raise ModelFileError(
@@ -495,6 +496,24 @@ def _fold_constants(
     return new_nodes, out
 
 
+LITERT_LIMITS = Limits(time_s=10.0, memory_bytes=1 << 30)
+"""Time and memory LiteRT may take to propagate shapes through an untrusted model."""
+
+
+def _litert_shapes(
+    data: bytes | mmap.mmap, inputs: list[str], input_shapes: dict[str, list[int | None]]
+) -> dict[str, list[int]]:
+    """In the sandbox: every tensor's shape after LiteRT's ``allocate_tensors``."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=bytes(data))
+    for d, name in zip(interp.get_input_details(), inputs, strict=False):
+        if name in input_shapes:
+            interp.resize_tensor_input(d["index"], [int(x or 1) for x in input_shapes[name]])
+    interp.allocate_tensors()
+    return {str(i): [int(x) for x in d["shape"]] for i, d in enumerate(interp.get_tensor_details())}
+
+
 def _resolve_dynamic(
     path: str, data: bytes | mmap.mmap, graph: Graph, input_shapes: Mapping[str, Shape]
 ) -> Graph:
@@ -503,8 +522,6 @@ def _resolve_dynamic(
     dynamic = {n: graph.tensors[n].shape for n in graph.inputs if not graph.tensors[n].is_static}
     unknown = [k for k in input_shapes if k not in graph.inputs]
     if unknown:
-        from infercast.errors import InputShapeError
-
         raise InputShapeError(
             f"--input-shape names {', '.join(unknown)}, which is not an input of {path}",
             "inputs: " + ", ".join(f"{n}={graph.tensors[n].shape_str()}" for n in graph.inputs),
@@ -519,27 +536,29 @@ def _resolve_dynamic(
             + "x".join("1" if d is None else str(d) for d in (graph.tensors[example].shape or ())),
         )
     try:
-        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_litert.interpreter import Interpreter  # noqa: F401
     except ImportError as exc:  # pragma: no cover
         raise ModelFileError(
             "resolving dynamic TFLite shapes needs the LiteRT interpreter",
             "pip install ai-edge-litert",
         ) from exc
     try:
-        interp = Interpreter(model_content=bytes(data))
-        details = interp.get_input_details()
-        for d, name in zip(details, graph.inputs, strict=False):
-            if name in input_shapes:
-                interp.resize_tensor_input(d["index"], [int(x or 1) for x in input_shapes[name]])
-        interp.allocate_tensors()
-        shapes = {
-            i: tuple(int(x) for x in d["shape"]) for i, d in enumerate(interp.get_tensor_details())
-        }
-    except Exception as exc:
+        # LiteRT executes the file's content (allocate_tensors): a mutated operator index
+        # is a SIGSEGV there. It runs in a forked child with limits, never in this process.
+        found = run_forked(
+            _litert_shapes,
+            data,
+            list(graph.inputs),
+            {k: list(v) for k, v in input_shapes.items()},
+            limits=LITERT_LIMITS,
+            what="LiteRT",
+        )
+    except SandboxError as exc:
         raise ModelFileError(
             f"{path}: LiteRT could not propagate the given input shapes ({exc})",
             "check the --input-shape values against the model's inputs",
         ) from exc
+    shapes = {int(i): tuple(int(x) for x in shape) for i, shape in found.items()}
     tensors = {
         name: dataclasses.replace(t, shape=shapes.get(i, t.shape))
         for i, (name, t) in enumerate(graph.tensors.items())

@@ -1,0 +1,546 @@
+"""Write the hostile-input reproducers of ``tests/data/hostile/`` (issue 14), one per class.
+
+Every file is built here from first principles (ONNX graphs with ``onnx.helper``,
+TFLite by editing the bundled example through LiteRT's schema, TOML and profile
+text), so each is small and its construction is its documentation. Inputs that
+would be large (a 200 MB ``Constant``, a 1,200-file ``extends`` chain, a FIFO)
+are made by :func:`make_large` at test time, in a temporary directory.
+
+:data:`CASES` says, for every reproducer, the command to run, the exit code the
+contract allows, and a phrase the one stderr line must hold (``tests/test_hostile.py``
+runs them all under the 20 s / 1.5 GiB bounds).
+
+    python tools/make_hostile.py            # rewrite tests/data/hostile/
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "tests" / "data" / "hostile"
+EXAMPLE = REPO / "examples" / "mobilenet_v2_int8.tflite"
+
+
+# --------------------------------------------------------------------------- #
+# ONNX builders
+# --------------------------------------------------------------------------- #
+
+
+def _model(nodes: list[Any], inits: list[Any], outputs: list[Any], opset: int = 18, **kw: Any) -> bytes:
+    from onnx import helper
+
+    g = helper.make_graph(nodes, "hostile", kw.pop("inputs", []), outputs, initializer=inits, **kw)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    return bytes(m.SerializeToString())
+
+
+def _out(name: str, elem: int = 1) -> Any:
+    from onnx import helper
+
+    return helper.make_tensor_value_info(name, elem, None)
+
+
+def _const(name: str, arr: Any) -> Any:
+    import numpy as np
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def onnx_where_broadcast() -> bytes:
+    """Where(c[N,1,1], a[1,N,1], b[1,1,N]), all constants: N^3 = 1e9 outputs from 3 KB."""
+    import numpy as np
+    from onnx import helper
+
+    n = 1000
+    inits = [
+        _const("c", np.ones((n, 1, 1), bool)),
+        _const("a", np.ones((1, n, 1), np.float32)),
+        _const("b", np.zeros((1, 1, n), np.float32)),
+    ]
+    return _model([helper.make_node("Where", ["c", "a", "b"], ["y"])], inits, [_out("y")])
+
+
+def onnx_sum_broadcast() -> bytes:
+    """Sum of three broadcasting constant vectors: 1e9 outputs."""
+    import numpy as np
+    from onnx import helper
+
+    n = 1000
+    inits = [
+        _const("a", np.ones((n, 1, 1), np.float32)),
+        _const("b", np.ones((1, n, 1), np.float32)),
+        _const("c", np.ones((1, 1, n), np.float32)),
+    ]
+    return _model([helper.make_node("Sum", ["a", "b", "c"], ["y"])], inits, [_out("y")])
+
+
+def onnx_pad_huge() -> bytes:
+    """Pad of a 1-element constant by 2^31 - 2 on each side (17 GB of floats)."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [_const("x", np.ones((1,), np.float32)), _const("p", np.array([2**31 - 2] * 2))]
+    return _model([helper.make_node("Pad", ["x", "p"], ["y"])], inits, [_out("y")])
+
+
+def onnx_onehot_huge() -> bytes:
+    """OneHot of 4,000 constant indices with depth 1e6: 4e9 outputs."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [
+        _const("i", np.arange(4000, dtype=np.int64)),
+        _const("d", np.array(1_000_000, np.int64)),
+        _const("v", np.array([0.0, 1.0], np.float32)),
+    ]
+    return _model([helper.make_node("OneHot", ["i", "d", "v"], ["y"])], inits, [_out("y")])
+
+
+def onnx_hannwindow_huge() -> bytes:
+    """HannWindow of size 2^31 - 1 from a constant scalar."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [_const("n", np.array(2**31 - 1, np.int64))]
+    return _model([helper.make_node("HannWindow", ["n"], ["y"])], inits, [_out("y")], opset=17)
+
+
+def onnx_convtranspose_stride() -> bytes:
+    """ConvTranspose of constant 4x4 maps with stride 100,000: 1.2e11 outputs."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [_const("x", np.ones((1, 1, 4, 4), np.float32)), _const("w", np.ones((1, 1, 3, 3), np.float32))]
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[100_000, 100_000])
+    return _model([node], inits, [_out("y")])
+
+
+def onnx_einsum_outer() -> bytes:
+    """Einsum 'a,b,c->abc' of three constant 1,000-vectors: 1e9 outputs."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [_const(k, np.ones((1000,), np.float32)) for k in "abc"]
+    node = helper.make_node("Einsum", ["a", "b", "c"], ["y"], equation="a,b,c->abc")
+    return _model([node], inits, [_out("y")], opset=12)
+
+
+def onnx_einsum_contraction() -> bytes:
+    """Einsum 'a,b,c,d->' of four constant 4,096-vectors: a scalar out, 2.8e14 products."""
+    import numpy as np
+    from onnx import helper
+
+    inits = [_const(k, np.ones((4096,), np.float32)) for k in "abcd"]
+    node = helper.make_node("Einsum", ["a", "b", "c", "d"], ["y"], equation="a,b,c,d->")
+    return _model([node], inits, [_out("y")], opset=12)
+
+
+def onnx_regex_redos() -> bytes:
+    """RegexFullMatch of '(a+)+$' on a constant 'aaaa…!' (catastrophic backtracking)."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor("x", TensorProto.STRING, [1], [b"a" * 64 + b"!"])
+    node = helper.make_node("RegexFullMatch", ["x"], ["y"], pattern="(a+)+$")
+    del np
+    return _model([node], [x], [_out("y", TensorProto.BOOL)], opset=20)
+
+
+def onnx_nested_if(depth: int = 30) -> bytes:
+    """If inside If, ``depth`` deep: each then-branch holds the next If, each else-branch
+    a 4x4 MatMul (64 MACs). The costlier branch is 64 MACs at every level."""
+    import numpy as np
+    from onnx import helper
+
+    def leaf(tag: str) -> Any:
+        mm = helper.make_node("MatMul", ["m", "m"], [f"o{tag}"])
+        return helper.make_graph([mm], f"g{tag}", [], [_out(f"o{tag}")])
+
+    graph = leaf("deepest")
+    for level in range(depth):
+        node = helper.make_node(
+            "If", ["cond"], [f"o{level}"], then_branch=graph, else_branch=leaf(f"e{level}")
+        )
+        graph = helper.make_graph([node], f"g{level}", [], [_out(f"o{level}")])
+    inits = [_const("cond", np.array(True)), _const("m", np.ones((4, 4), np.float32))]
+    top = helper.make_graph(list(graph.node), "nested_if", [], list(graph.output), initializer=inits)
+    m = helper.make_model(top, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    return bytes(m.SerializeToString())
+
+
+def _loop(m_value: Any, m_type: int) -> bytes:
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("MatMul", ["w", "w"], ["prod"]),
+            helper.make_node("Add", ["acc_in", "prod"], ["acc_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [4, 4]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [4, 4]),
+        ],
+    )
+    m = helper.make_tensor("M", m_type, [], [m_value])
+    inits = [m, _const("c", np.array(True)), _const("w", np.ones((4, 4), np.float32)), _const("a", np.zeros((4, 4), np.float32))]
+    node = helper.make_node("Loop", ["M", "c", "a"], ["y"], body=body)
+    return _model([node], inits, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])])
+
+
+def onnx_loop_negative() -> bytes:
+    """Loop with trip count -1000 around a 4x4 MatMul (was: -64,000 MACs, exit 0)."""
+    from onnx import TensorProto
+
+    return _loop(-1000, TensorProto.INT64)
+
+
+def onnx_loop_int64max() -> bytes:
+    """Loop with trip count INT64_MAX (was: counted through a float, off by one)."""
+    from onnx import TensorProto
+
+    return _loop(2**63 - 1, TensorProto.INT64)
+
+
+def onnx_loop_nan() -> bytes:
+    """Loop whose trip count is a float NaN (was: ValueError, exit 1)."""
+    from onnx import TensorProto
+
+    return _loop(math.nan, TensorProto.FLOAT)
+
+
+def onnx_loop_inf() -> bytes:
+    from onnx import TensorProto
+
+    return _loop(math.inf, TensorProto.FLOAT)
+
+
+def onnx_external_length() -> bytes:
+    """A [10] float initializer whose external data claims a length of 1e12 bytes."""
+    from onnx import TensorProto, helper
+
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[10])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", str(10**12))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [10])
+    return _model([helper.make_node("Mul", ["x", "w"], ["y"])], [t], [_out("y")], inputs=[x])
+
+
+def onnx_dims_overflow() -> bytes:
+    """An input of shape [2^62, 2^62, 4] (its byte size overflows int64 in the planner)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**62, 2**62, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2**62, 2**62, 4])
+    return _model([helper.make_node("Relu", ["x"], ["y"])], [], [y], inputs=[x])
+
+
+def onnx_markup_names() -> bytes:
+    """Node and tensor names with Rich markup, a newline and an ESC sequence."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("[/bold]", TensorProto.FLOAT, [1, 8])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a\nb\x1b[2J"], name="[/bold]"),
+        helper.make_node("Relu", ["a\nb\x1b[2J"], ["[/bold]"], name="[red]x\x1b]0;pwned\x07"),
+    ]
+    return _model(nodes, [], [y], inputs=[x])
+
+
+def onnx_undefined_input_with_escape() -> bytes:
+    """A node reads a tensor nobody produces, named with ESC and newline (error message)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    node = helper.make_node("Add", ["x", "ghost\n\x1b[31mred"], ["y"])
+    return _model([node], [], [_out("y")], inputs=[x])
+
+
+def onnx_valid_conv() -> bytes:
+    """A valid model (Conv 3->8, 3x3, on 1x3x16x16, then Relu) that commands pair with
+    hostile target and profile files: 1x8x14x14 outputs x 27 MACs = 42,336 MACs."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 14, 14])
+    w = _const("w", np.ones((8, 3, 3, 3), np.float32))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return _model(nodes, [w], [y], inputs=[x])
+
+
+def onnx_constant_big(mbytes: int = 200) -> bytes:
+    """A Constant node holding ``mbytes`` MB of float weights (large: made at test time)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    w = numpy_helper.from_array(np.zeros((mbytes * 1024 * 1024 // 4,), np.float32), "w")
+    nodes = [helper.make_node("Constant", [], ["w"], value=w), helper.make_node("Neg", ["w"], ["y"])]
+    return _model(nodes, [], [_out("y")])
+
+
+# --------------------------------------------------------------------------- #
+# TFLite builders (the bundled example, one field changed through the schema)
+# --------------------------------------------------------------------------- #
+
+
+def _tflite_edit(edit: Callable[[Any], None]) -> bytes:
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf(bytearray(EXAMPLE.read_bytes()), 0)
+    edit(model)
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def tflite_bad_operator_input() -> bytes:
+    """The first CONV_2D's filter input is -1 (an omitted optional input): LiteRT's
+    allocate_tensors dereferences it and dies with SIGSEGV; it ran in the CLI process
+    when --input-shape was given (rc 139)."""
+    import numpy as np
+
+    def edit(m: Any) -> None:
+        sg = m.subgraphs[0]
+        op = sg.operators[0]
+        ins = np.array(op.inputs, dtype=np.int32)
+        ins[1] = -1
+        op.inputs = ins
+
+    return _tflite_edit(edit)
+
+
+def tflite_bad_buffer_data() -> bytes:
+    """A 1-D int32 shape constant whose tensor is declared [2^31 - 1] long (the flatbuffer
+    accessors raise with numpy views of the memory map alive: BufferError, exit 1)."""
+    import numpy as np
+
+    def edit(m: Any) -> None:
+        sg = m.subgraphs[0]
+        for t in sg.tensors:
+            buf = m.buffers[t.buffer]
+            if t.type == 2 and buf.data is not None and 4 <= len(buf.data) <= 64:
+                t.shape = np.array([2**31 - 1], dtype=np.int32)
+                return
+
+    return _tflite_edit(edit)
+
+
+# --------------------------------------------------------------------------- #
+# Target files and profiles
+# --------------------------------------------------------------------------- #
+
+BASE = 'extends = "k210-kpu"\n'
+TARGETS: dict[str, str] = {
+    "target_fp8.toml": BASE + '[compile]\nquantize_float_to = "fp8"\n',
+    "target_negative_compile.toml": BASE + "[one_time]\ngraph_compile_s = -5\n",
+    "target_inf_peak.toml": BASE + "[units.kpu]\npeak_int8_ops_per_s = inf\n",
+    "target_1e308.toml": BASE + "[memories.kpu_ram]\nbandwidth_bytes_per_s = 1e308\n"
+    "[units.cpu]\npeak_fp32_ops_per_s = 1e308\n",
+    "target_tiny_peak.toml": BASE + "[units.kpu]\npeak_int8_ops_per_s = 5e-324\n",
+    "target_nan.toml": BASE + "[crossing]\nfixed_s = nan\n",
+    "target_deep.toml": "a = " + "[" * 5000 + "]" * 5000 + "\n",
+    "target_deep_dotted.toml": "a." * 5000 + "b = 1\n",
+    "target_bigint.toml": BASE + "[units.kpu]\ncores = " + "9" * 5000 + "\n",
+    "target_extends_passwd.toml": 'extends = "/etc/passwd"\n',
+    "target_extends_dotdot.toml": 'extends = "../../src/infercast/targets/data/k210-kpu.toml"\n',
+    "target_escape_key.toml": BASE + '[units."\\u001b[2J\\n"]\nkind = "cpu"\n',
+}
+
+
+def _ort_profile(dur: str = "60", extra: str = "") -> str:
+    events = [
+        '{"cat": "Session", "name": "model_run", "ts": 100, "dur": 500}',
+        '{"cat": "Node", "name": "conv_kernel_time", "ts": 110, "dur": %s, '
+        '"args": {"op_name": "Conv", "provider": "CPUExecutionProvider"}}' % dur,
+    ]
+    return "[\n" + ",\n".join(events) + extra + "\n]\n"
+
+
+PROFILES: dict[str, str] = {
+    "profile_ort_nan.json": _ort_profile("NaN"),
+    "profile_ort_negative.json": _ort_profile("-5000"),
+    "profile_ort_bigint.json": _ort_profile("9" * 5000),
+    "profile_ort_huge.json": _ort_profile("1e308"),
+    "profile_ort_deep.json": "[" * 20_000 + "]" * 20_000,
+    "profile_ort_ts_table.json": _ort_profile().replace('"ts": 110', '"ts": {"a": 1}'),
+}
+
+_TFLITE_HEAD = (
+    "Operator-wise Profiling Info for Regular Benchmark Runs:\n"
+    "============================== Run Order ==============================\n"
+    "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]\n"
+)
+PROFILES["profile_tflite_negative.txt"] = (
+    _TFLITE_HEAD + "\tCONV_2D\t0.5\t-60.957\t2.066%\t2.066%\t0.000\t1\t[a]:0\n"
+)
+PROFILES["profile_tflite_bigcount.txt"] = (
+    _TFLITE_HEAD + "\tCONV_2D\t0.5\t60.957\t2.066%\t2.066%\t0.000\t" + "9" * 5000 + "\t[a]:0\n"
+)
+PROFILES["profile_tflite_dots.txt"] = (
+    _TFLITE_HEAD + "\tCONV_2D\t1.2.3\t60.957\t2.066%\t2.066%\t0.000\t1\t[a]:0\n"
+)
+PROFILES["profile_tvm_bad_percent.txt"] = (
+    "Node Name  Ops        Time(us)  Time(%)  Shape\n"
+    "---------  ---        --------  -------  -----\n"
+    "conv0      fused_conv 12.5      x.y      (1, 8)\n"
+)
+
+
+# --------------------------------------------------------------------------- #
+# The cases
+# --------------------------------------------------------------------------- #
+
+MODELS: dict[str, Callable[[], bytes]] = {
+    "valid_conv.onnx": onnx_valid_conv,
+    "onnx_where_broadcast.onnx": onnx_where_broadcast,
+    "onnx_sum_broadcast.onnx": onnx_sum_broadcast,
+    "onnx_pad_huge.onnx": onnx_pad_huge,
+    "onnx_onehot_huge.onnx": onnx_onehot_huge,
+    "onnx_hannwindow_huge.onnx": onnx_hannwindow_huge,
+    "onnx_convtranspose_stride.onnx": onnx_convtranspose_stride,
+    "onnx_einsum_outer.onnx": onnx_einsum_outer,
+    "onnx_einsum_contraction.onnx": onnx_einsum_contraction,
+    "onnx_regex_redos.onnx": onnx_regex_redos,
+    "onnx_nested_if_30.onnx": onnx_nested_if,
+    "onnx_loop_negative.onnx": onnx_loop_negative,
+    "onnx_loop_int64max.onnx": onnx_loop_int64max,
+    "onnx_loop_nan.onnx": onnx_loop_nan,
+    "onnx_loop_inf.onnx": onnx_loop_inf,
+    "onnx_external_length.onnx": onnx_external_length,
+    "onnx_dims_overflow.onnx": onnx_dims_overflow,
+    "onnx_markup_names.onnx": onnx_markup_names,
+    "onnx_undefined_escape.onnx": onnx_undefined_input_with_escape,
+}
+DERIVED: dict[str, Callable[[], bytes]] = {
+    "tflite_bad_operator_input.tflite": tflite_bad_operator_input,
+    "tflite_bad_buffer_data.tflite": tflite_bad_buffer_data,
+    "onnx_constant_200mb.onnx": lambda: onnx_constant_big(200),
+}
+"""Made at test time (:func:`make_large`): 4 MB edits of the bundled example, 200 MB."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reproducer: ``argv`` with ``{f}`` for the file (and ``{d}`` its directory,
+    ``{ex}`` the bundled example, ``{onnx}`` a small valid ONNX model)."""
+
+    name: str
+    argv: tuple[str, ...]
+    rcs: tuple[int, ...]
+    says: str = ""
+    """A phrase the stderr line holds (exit 2) or the JSON output holds (exit 0)."""
+    issue: str = ""
+    json_out: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+A = ("analyze", "{f}", "-f", "json")
+CASES: list[Case] = [
+    Case("onnx_where_broadcast.onnx", A, (0, 4), issue="memory bomb: broadcasting Where"),
+    Case("onnx_sum_broadcast.onnx", A, (0, 4), issue="memory bomb: broadcasting Sum"),
+    Case("onnx_pad_huge.onnx", A, (0, 2, 4), issue="memory bomb: Pad"),
+    Case("onnx_onehot_huge.onnx", A, (0, 2, 4), issue="memory bomb: OneHot"),
+    Case("onnx_hannwindow_huge.onnx", A, (0, 2, 4), issue="memory bomb: HannWindow"),
+    Case("onnx_convtranspose_stride.onnx", A, (0, 2, 4), issue="memory bomb: ConvTranspose stride"),
+    Case("onnx_einsum_outer.onnx", A, (0, 2, 4), issue="memory bomb: Einsum outer product"),
+    Case("onnx_einsum_contraction.onnx", A, (0, 2, 4), issue="time bomb: Einsum contraction"),
+    Case("onnx_regex_redos.onnx", A, (0, 4), issue="239-byte file that hangs: RegexFullMatch"),
+    Case("onnx_nested_if_30.onnx", A, (0,), '"macs": 64', issue="nested If costs 2^depth"),
+    Case("onnx_loop_negative.onnx", A, (2,), "trip count", issue="Loop trip count -1000"),
+    Case("onnx_loop_int64max.onnx", A, (0,), '"macs": 590295810358705651648',
+         issue="INT64_MAX trips through a float"),  # fmt: skip
+    Case("onnx_loop_nan.onnx", A, (2,), "trip count", issue="NaN Loop trip count"),
+    Case("onnx_loop_inf.onnx", A, (2,), "trip count", issue="inf Loop trip count"),
+    Case("onnx_external_length.onnx", A, (0, 2, 4), issue="external-data length over dims"),
+    Case("onnx_dims_overflow.onnx", ("analyze", "{f}", "-f", "json", "--memory-plan"), (2,),
+         issue="overflowing dims in the planner"),  # fmt: skip
+    Case("onnx_dims_overflow.onnx", A, (2,), issue="overflowing dims"),
+    Case("onnx_markup_names.onnx", ("analyze", "{f}"), (0,), json_out=False,
+         issue="Rich markup in a node name; ESC / newline in names"),  # fmt: skip
+    Case("onnx_markup_names.onnx", ("analyze", "{f}", "-f", "csv"), (0,), json_out=False,
+         issue="names in CSV"),  # fmt: skip
+    Case("onnx_undefined_escape.onnx", A, (2,), "ghost", issue="ESC / newline echoed in errors"),
+    Case("tflite_bad_operator_input.tflite",
+         ("analyze", "{f}", "-f", "json", "--input-shape", "serving_default_input:0=1x224x224x3"),
+         (0, 2, 4), issue="SIGSEGV in LiteRT allocate_tensors"),  # fmt: skip
+    Case("tflite_bad_operator_input.tflite", A, (0, 2, 4), issue="bad operator input"),
+    Case("tflite_bad_buffer_data.tflite", A, (0, 2, 4), issue="BufferError on a closed mmap"),
+    Case("{ex}", ("analyze", "{ex}", "-f", "json", "--input-shape", "nope=1x224x224x3"), (2,),
+         "not an input", issue="wrong --input-shape name called a corrupt file"),  # fmt: skip
+    Case("{ex}", ("analyze", "{ex}", "-f", "json", "--input-shape",
+                  "serving_default_input:0=1x224x224x3"), (0,),
+         issue="LiteRT's XNNPACK INFO line on stderr"),  # fmt: skip
+    Case("{ex}", ("analyze", "{ex}", "-f", "json", "--input-shape",
+                  "serving_default_input:0=1x224x224x5"), (2,),
+         issue="LiteRT's multi-line error"),  # fmt: skip
+]
+for _name in TARGETS:
+    CASES.append(
+        Case(_name, ("estimate", "{onnx}", "-t", "{f}", "-f", "json"), (2,), issue="target file")
+    )
+CASES.append(Case("target_inf_peak.toml", ("targets", "show", "{f}", "-f", "json"), (2,)))
+for _name in PROFILES:
+    CASES.append(
+        Case(_name, ("profile", "import", "{f}", "--model", "{onnx}", "-f", "json"), (2,),
+             issue="profile file")  # fmt: skip
+    )
+
+LARGE = (*DERIVED, "target_chain_1200.toml", "fifo.onnx", "fifo.toml")
+"""Made at test time by :func:`make_large`."""
+
+
+def make_large(name: str, d: Path) -> Path:
+    """Write the large reproducer ``name`` into ``d``; returns the file to run on."""
+    p = d / name
+    if name in DERIVED:
+        p.write_bytes(DERIVED[name]())
+    elif name == "target_chain_1200.toml":
+        for i in range(1200):
+            (d / f"chain{i}.toml").write_text(f'extends = "chain{i + 1}.toml"\n')
+        (d / "chain1200.toml").write_text(BASE)
+        p.write_text('extends = "chain0.toml"\n')
+    elif name.startswith("fifo"):
+        os.mkfifo(p)
+    else:
+        raise KeyError(name)
+    return p
+
+
+def write_all(out: Path = OUT) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fn in MODELS.items():
+        (out / name).write_bytes(fn())
+        written.append(out / name)
+    for name, text in {**TARGETS, **PROFILES}.items():
+        (out / name).write_text(text)
+        written.append(out / name)
+    return written
+
+
+if __name__ == "__main__":
+    files = write_all(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)
+    total = sum(p.stat().st_size for p in files)
+    print(f"{len(files)} files, {total} bytes in {files[0].parent}")
+    json.dumps([c.name for c in CASES])
