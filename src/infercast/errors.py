@@ -12,7 +12,16 @@ class InfercastError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        text = f"{self.message} ({self.hint})" if self.hint else self.message
+        return printable(text)
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\n``, ``\\x1b``): one line
+    and no terminal codes, whatever names a model file holds."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class ModelFileError(InfercastError):

@@ -19,16 +19,20 @@ Conventions (stated in every output):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercast.analysis.loops import trip_count
+from infercast.errors import ModelFileError
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, get_handler, weight_inputs
 
 CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
+MAX_CALL_DEPTH = 64
+"""Deepest chain of subgraphs calling subgraphs analysed (deeper: a corrupt file)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ class _Walker:
         self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
+        self.depth = 0
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
         """Append the layers of ``graph``; return its (MACs, FLOPs), None if unknown."""
@@ -149,7 +154,15 @@ class _Walker:
                 self.sub_totals[name] = (None, None)
             else:
                 self.sub_totals[name] = (0, 0)  # guards recursion
+                self.depth += 1
+                if self.depth > MAX_CALL_DEPTH:
+                    raise ModelFileError(
+                        f"{self.root.path}: subgraphs call each other more than "
+                        f"{MAX_CALL_DEPTH} deep",
+                        "the file is corrupt or crafted",
+                    )
                 self.sub_totals[name] = self.walk(sub)
+                self.depth -= 1
         return self.sub_totals[name]
 
     def layer(self, graph: Graph, node: Node) -> LayerCost:
@@ -169,7 +182,7 @@ class _Walker:
             status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
         elif handler is None and node.op not in CONTROL_FLOW:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
-        elif handler is not None:
+        elif handler is not None and node.op not in CONTROL_FLOW:  # control_flow() costs those
             try:
                 cost = handler.cost(OpContext(graph, node, ins, outs))
                 macs, flops, note = cost.macs, cost.flops, cost.note
@@ -242,8 +255,31 @@ class _Walker:
         )
 
 
+_MEMO: ContextVar[dict[int, tuple[Graph, Analysis]] | None] = ContextVar("memo", default=None)
+
+
 def analyze_graph(graph: Graph) -> Analysis:
-    """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
+    """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph).
+
+    While one analysis runs, a graph reached again (a control-flow body an op handler
+    costs through this function) is analysed once: nested ``If`` bodies cost linear
+    time in the depth, not 2^depth."""
+    memo = _MEMO.get()
+    if memo is not None:
+        hit = memo.get(id(graph))
+        if hit is not None and hit[0] is graph:
+            return hit[1]
+        result = _analyze_graph(graph)
+        memo[id(graph)] = (graph, result)
+        return result
+    token = _MEMO.set({})
+    try:
+        return analyze_graph(graph)
+    finally:
+        _MEMO.reset(token)
+
+
+def _analyze_graph(graph: Graph) -> Analysis:
     walker = _Walker(graph)
     walker.walk(graph)
     for name, sub in graph.subgraphs.items():

@@ -26,9 +26,37 @@ MAX_DIM = 2**31 - 1
 MAX_RANK = 16
 
 
+MAX_TENSOR_BYTES = 1 << 48
+"""Largest tensor a model may hold (256 TiB): beyond it the file is corrupt or crafted."""
+MAX_GRAPH_BYTES = 1 << 56
+"""Largest sum of all tensors' sizes (the memory planner sums them in int64)."""
+
+
 def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
     """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
-    p = Path(path)
+    graph = _load(Path(path), input_shapes)
+    _check_sizes(graph)
+    return graph
+
+
+def _check_sizes(graph: Graph) -> None:
+    """Refuse tensors no device holds: sizes that overflow the planner's arithmetic are
+    a corrupt file, said in one line, not an overflow later."""
+    total = 0
+    for _, g in graph.all_graphs():
+        for t in g.tensors.values():
+            n = t.nbytes or 0
+            total += max(n, 0)
+            if n > MAX_TENSOR_BYTES or total > MAX_GRAPH_BYTES:
+                shape = "x".join("?" if d is None else str(d) for d in t.shape or ())
+                raise ModelFileError(
+                    f"{graph.path}: tensor '{t.name[:80]}' has shape {shape[:120]} "
+                    f"({n} bytes); no device holds that",
+                    "the file is corrupt or crafted",
+                )
+
+
+def _load(p: Path, input_shapes: Mapping[str, Shape] | None) -> Graph:
     try:
         st = p.stat()
     except OSError as exc:

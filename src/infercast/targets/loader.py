@@ -34,8 +34,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from infercast.errors import printable
 from infercast.targets.schema import Target, TargetError, build_target
-from infercast.targets.validate import printable, show
+from infercast.targets.validate import show
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 _ACCUMULATE = ("uncertain", "sources")

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from infercast.errors import printable
 from infercast.targets import schema as S
 from infercast.targets.constraints import REGISTRY, check_param, param_type_name
 
@@ -52,13 +53,6 @@ class Problems:
             "fix the target file; `infercast targets show NAME` prints a valid one",
             tuple(self.items),
         )
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (newlines, ESC, …) written as escapes."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def show(v: Any, limit: int = 60) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from infercast.errors import InfercastError
+from infercast.errors import InfercastError, printable
 from infercast.ir.graph import Graph
 
 
@@ -91,13 +91,6 @@ def number(
 def count(value: object, what: str, where: str) -> int:
     """A call or run count: a non-negative integer of at most :data:`MAX_COUNT`."""
     return int(number(value, what, where, integer=True, hi=MAX_COUNT))
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters written as escapes (one line, no terminal codes)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def check_profile(profile: Profile, where: str) -> Profile:

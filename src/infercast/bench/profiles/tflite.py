@@ -33,9 +33,9 @@ from infercast.bench.profiles.base import (
     check_profile,
     count,
     number,
-    printable,
     read_text,
 )
+from infercast.errors import printable
 from infercast.ir.graph import Graph
 
 SECTION = "Operator-wise Profiling Info for Regular Benchmark Runs:"

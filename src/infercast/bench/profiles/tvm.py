@@ -30,9 +30,9 @@ from infercast.bench.profiles.base import (
     ProfileFormatError,
     check_profile,
     number,
-    printable,
     read_text,
 )
+from infercast.errors import printable
 from infercast.ir.graph import Graph
 
 DEBUG_HEADER = re.compile(r"^\s*Node Name\s+Ops\s+Time\(us\)\s+Time\(%\)")

@@ -31,6 +31,7 @@ import numpy as np
 from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.sandbox import Limits, SandboxError, call_worker
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -145,11 +146,12 @@ def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
 
 
 def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
-    if t.data_location == 1:  # EXTERNAL
+    if t.data_location == 1:  # EXTERNAL: the size follows from dims; "length" is a claim
+        if dtype.bits or n == 0:
+            return dtype.nbytes(n)
         info = {e.key: e.value for e in t.external_data}
-        if "length" in info:
-            return int(info["length"])
-        return dtype.nbytes(n)
+        length = info.get("length", "")
+        return int(length) if length.isdigit() and int(length) <= 1 << 48 else 0
     if t.raw_data:
         return len(t.raw_data)
     for field in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
@@ -318,20 +320,43 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     notes: list[str] = []
     has_external = any(t.data_location == 1 for t in g.initializer)
     use_path = has_external and os.path.exists(path) and not input_shapes
-    inferred = _infer(model, path if use_path else None, notes)
-    shapes = _collect_shapes(inferred.graph, {})
+    # ONNX's C++ shape inference and its reference evaluator execute the file's content
+    # (a mutated model crashes the former with SIGSEGV; folding can be asked for
+    # gigabytes): both run in forked children with limits (infercast.sandbox).
+    blob = model.SerializeToString()  # without weights: the structure only
+    try:
+        shapes = _unpack(
+            call_worker(
+                f"{__name__}:_infer_shapes",
+                path if use_path else None,
+                blob=blob,
+                limits=ONNX_LIMITS,
+                what="ONNX shape inference",
+            ),
+            notes,
+        )
+    except SandboxError as exc:
+        shapes = _collect_shapes(model.graph, {})  # what the file itself declares
+        notes.append(f"{exc}; the op rules filled the shapes instead")
     used = _used_names(model.graph, set())
     before = _unknown_outputs(model.graph, shapes, used)
     if before:
         # ONNX's data propagation stops at some constant computations: fold the
         # small ones with its reference evaluator and infer again (fold.py).
-        from infercast.frontends.onnx.fold import fold_for_inference
-
-        work, n_folded = fold_for_inference(model)
-        if n_folded:
-            again = _collect_shapes(_infer(work, None, notes).graph, {})
+        try:
+            found = call_worker(
+                f"{__name__}:_fold_and_infer",
+                blob=blob,
+                limits=ONNX_LIMITS,
+                what="constant folding",
+            )
+        except SandboxError as exc:
+            notes.append(f"{exc}; no constant computation was folded")
+        else:
+            n_folded = int(found["folded"])
+            again = _unpack(found, notes)
             after = _unknown_outputs(model.graph, again, used)
-            if after < before:
+            if n_folded and after < before:
                 shapes = again
                 notes.append(
                     f"{n_folded} small constant computations evaluated (onnx.reference) so "
@@ -358,6 +383,49 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         metadata=meta,
         notes=tuple(notes),
     )
+
+
+ONNX_LIMITS = Limits(time_s=12.0, memory_bytes=1 << 30)
+"""Time and memory ONNX's shape inference and constant folding may take on one model."""
+
+
+Packed = dict[str, Any]
+
+
+def _pack(shapes: Mapping[str, tuple[DType, Shape | None]], notes: list[str]) -> Packed:
+    return {
+        "shapes": {k: [d.value, None if s is None else list(s)] for k, (d, s) in shapes.items()},
+        "notes": notes,
+    }
+
+
+def _unpack(found: Packed, notes: list[str]) -> dict[str, tuple[DType, Shape | None]]:
+    notes.extend(str(n) for n in found["notes"])
+    return {
+        str(k): (DType(d), None if s is None else tuple(None if x is None else int(x) for x in s))
+        for k, (d, s) in found["shapes"].items()
+    }
+
+
+def _infer_shapes(path: str | None, blob: bytes) -> Packed:
+    """In the sandbox: every value's (dtype, shape) after ONNX's shape inference."""
+    notes: list[str] = []
+    model = _onnx().load_model_from_string(blob)
+    return _pack(_collect_shapes(_infer(model, path, notes).graph, {}), notes)
+
+
+def _fold_and_infer(blob: bytes) -> Packed:
+    """In the sandbox: shapes after folding small constant computations (fold.py)."""
+    from infercast.frontends.onnx.fold import fold_for_inference
+
+    notes: list[str] = []
+    work, n_folded = fold_for_inference(_onnx().load_model_from_string(blob))
+    if not n_folded:
+        return {**_pack({}, notes), "folded": 0}
+    return {
+        **_pack(_collect_shapes(_infer(work, None, notes).graph, {}), notes),
+        "folded": n_folded,
+    }
 
 
 def _infer(model: Any, path: str | None, notes: list[str]) -> Any:
@@ -664,8 +732,8 @@ def _attach_qdq(nodes: list[Node], tensors: dict[str, Tensor], g: Any) -> None:
 
     def values(name: str) -> np.ndarray[Any, Any] | None:
         proto = protos.get(name)
-        if proto is None or proto.data_location == 1:
-            return None
+        if proto is None or proto.data_location == 1 or math.prod(proto.dims) > 4096:
+            return None  # quantisation parameters are small; a large one is not read
         return np.ravel(onnx.numpy_helper.to_array(proto))
 
     for node in qdq:
