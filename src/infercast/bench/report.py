@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from infercast import __version__
 from infercast.bench import BenchReport
 from infercast.bench.harness import RunResult
 from infercast.bench.join import INTERNAL, Joined
+from infercast.report.summaries import op_summary
+from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, by_op_grid, cell
+from infercast.report.text import shown
 from infercast.report.units import human_count
 
 SCHEMA = "infercast.bench/1"
@@ -182,53 +187,64 @@ def _rate(r: float | None) -> str:
     return "-" if r is None else f"{r / 1e9:.2f}"
 
 
-def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
+RUN_COLUMNS = [
+    Col("runtime", "runtime", numeric=False, prio=0),
+    Col("threads", "threads", prio=0, short="thr"),
+    Col("options", "options", numeric=False, prio=3, min_width=8),
+    Col("status", "status", numeric=False, prio=0),
+    Col("first", "first ms", prio=3),
+    Col("median", "median ms", prio=0, short="med ms"),
+    Col("ci", "95% CI ms", prio=4),
+    Col("p90", "p90 ms", prio=2),
+    Col("p99", "p99 ms", prio=4),
+    Col("n", "n", prio=2),
+    Col("gmacs", "GMAC/s", prio=1),
+    Col("peak", "% peak", prio=2),
+    Col("note", "", numeric=False, prio=1),
+]
 
+
+def runs_grid(rep: BenchReport) -> Grid:
     fastest = rep.fastest()
     macs = rep.total_macs
-    t = Table(
-        title=f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})",
-        title_justify="left",
-    )
-    for col, just in [
-        ("runtime", "left"),
-        ("threads", "right"),
-        ("options", "left"),
-        ("status", "left"),
-        ("first ms", "right"),
-        ("median ms", "right"),
-        ("95% CI ms", "right"),
-        ("p90 ms", "right"),
-        ("p99 ms", "right"),
-        ("n", "right"),
-        ("GMAC/s", "right"),
-        ("% peak", "right"),
-        ("", "left"),
-    ]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    rows: list[Row] = []
     for i, r in enumerate(rep.runs):
         s = r.summary
         ach = (macs / s.median_s) if (s and macs) else None
         peak = rep.peaks.get(i)
         opts = ",".join(f"{k}={v}" for k, v in (r.resolved_options or r.spec.options).items())
-        t.add_row(
-            r.spec.runtime,
-            "default" if r.spec.threads is None else str(r.spec.threads),
-            opts,
-            Text(r.status, style="green" if r.ok else "bold red"),
-            _ms(r.first_s),
-            _ms(s.median_s if s else None),
-            f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-",
-            _ms(s.p90_s if s else None),
-            _ms(s.p99_s if s else None),
-            str(s.n if s else 0),
-            _rate(ach),
-            f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
-            Text("fastest", style="bold") if i == fastest else "",
+        rows.append(
+            {
+                "runtime": cell(r.spec.runtime),
+                "threads": cell("default" if r.spec.threads is None else r.spec.threads),
+                "options": cell(opts),
+                "status": cell(r.status, r.status, "green" if r.ok else "bold red"),
+                "first": cell(_ms(r.first_s), r.first_s),
+                "median": cell(_ms(s.median_s if s else None), s.median_s if s else None),
+                "ci": cell(f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-"),
+                "p90": cell(_ms(s.p90_s if s else None), s.p90_s if s else None),
+                "p99": cell(_ms(s.p99_s if s else None), s.p99_s if s else None),
+                "n": cell(s.n if s else 0, s.n if s else 0),
+                "gmacs": cell(_rate(ach), ach),
+                "peak": cell(f"{100 * ach / peak:.1f}" if (ach and peak) else "-"),
+                "note": cell("fastest" if i == fastest else "", None, "bold"),
+            }
         )
-    out: list[Any] = [t]
+    title = f"{shown(rep.model)}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})"
+    return Grid(list(RUN_COLUMNS), rows, title=title, default_sort="median", noun="runs")
+
+
+def render_tables(
+    rep: BenchReport,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> list[Any]:
+    """The runs table, failures, then each per-op profile (top ``top`` by time, or by op)."""
+    from rich.text import Text
+
+    out: list[Any] = [FitTable(runs_grid(rep))]
     for r in rep.runs:
         if not r.ok:
             line = f"{r.spec.label}: {r.status}"
@@ -237,18 +253,89 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
             line += f": {r.error}"
             if r.stderr_tail and r.status in ("crashed", "timeout"):
                 line += f" | stderr: {r.stderr_tail[-1]}"
-            out.append(Text(line, style="red"))
+            out.append(Text(shown(line), style="red"))
         elif r.profile_error:
-            out.append(Text(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
+            out.append(
+                Text(shown(f"{r.spec.label}: profile failed: {r.profile_error}"), style="yellow")
+            )
     for i, j in rep.joins.items():
-        out.extend(render_join(j, title=f"per-op profile: {rep.runs[i].spec.label}", top=top))
+        out.extend(
+            render_join(
+                j,
+                title=f"per-op profile: {rep.runs[i].spec.label}",
+                top=top,
+                opts=opts,
+                by_op=by_op,
+                labels=labels,
+            )
+        )
     for n in rep.notes:
-        out.append(Text(n, style="yellow"))
+        out.append(Text(shown(n), style="yellow"))
     return out
 
 
-def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
-    from rich.table import Table
+JOIN_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=16),
+    Col("op", "op", numeric=False, prio=1, min_width=8),
+    Col("ms", "ms", prio=0),
+    Col("share", "share %", prio=0, short="%"),
+    Col("macs", "MACs", prio=2),
+    Col("gmacs", "GMAC/s", prio=1),
+    Col("peak", "% peak", prio=2),
+    Col("layers", "layers", numeric=False, prio=3, min_width=8),
+]
+
+
+def join_grid(j: Joined, labels: Mapping[int, str] | None = None) -> Grid:
+    rows: list[Row] = []
+    for r in j.rows:
+        if r.provider == INTERNAL:
+            continue
+        name = labels.get(r.index, r.name) if (labels and r.index is not None) else r.name
+        rows.append(
+            {
+                "index": cell("-" if r.index is None else r.index, r.index),
+                "name": cell(name, name),
+                "op": cell(r.op, r.op),
+                "ms": cell(_ms(r.measured_s), r.measured_s),
+                "share": cell(f"{100 * r.share:.1f}", r.share),
+                "macs": cell(human_count(r.macs) if r.macs is not None else "-", r.macs),
+                "gmacs": cell(_rate(r.achieved_macs_per_s), r.achieved_macs_per_s),
+                "peak": cell(
+                    f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-", r.pct_of_peak
+                ),
+                "layers": cell(
+                    (r.note or "")
+                    if not r.layers
+                    else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else "")
+                ),
+            }
+        )
+    return Grid(list(JOIN_COLUMNS), rows, default_sort="ms", noun="measured units")
+
+
+def join_op_grid(j: Joined) -> Grid:
+    """``--by op``: measured time per op type (TFLite benchmark_model's summary by node type)."""
+    items = [r for r in j.rows if r.provider != INTERNAL]
+    rows = op_summary(items, lambda r: r.op, [("ms", lambda r: r.measured_s)])
+    total = j.ops_total_s or 1.0
+    return by_op_grid(
+        "",
+        [(r.op, r.count, {**r.values, "share": r.values["ms"] / total}) for r in rows],
+        [("ms", "ms", _ms), ("share", "share %", lambda v: f"{100 * v:.1f}")],
+        count_header="kernels",
+    )
+
+
+def render_join(
+    j: Joined,
+    title: str,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> list[Any]:
     from rich.text import Text
 
     parts: list[Any] = []
@@ -267,39 +354,16 @@ def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
         summ += f"; overall {_rate(j.achieved_macs_per_s)} GMAC/s"
     if j.pct_of_peak is not None:
         summ += f" = {j.pct_of_peak:.1f}% of peak"
-    parts.append(Text(summ))
-    t = Table(title=f"top {top} by time", title_justify="left")
-    for col, just in [
-        ("#", "right"),
-        ("name", "left"),
-        ("op", "left"),
-        ("ms", "right"),
-        ("share %", "right"),
-        ("MACs", "right"),
-        ("GMAC/s", "right"),
-        ("% peak", "right"),
-        ("layers", "left"),
-    ]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in j.hotspots(top):
-        t.add_row(
-            "-" if r.index is None else str(r.index),
-            r.name[-60:],
-            r.op,
-            _ms(r.measured_s),
-            f"{100 * r.share:.1f}",
-            human_count(r.macs) if r.macs is not None else "-",
-            _rate(r.achieved_macs_per_s),
-            f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-",
-            (r.note or "")
-            if not r.layers
-            else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else ""),
-        )
-    parts.append(t)
+    parts.append(Text(shown(summ)))
+    o = opts or TableOptions()
+    if o.top is None:
+        o = replace(o, top=top)
+    grid = join_op_grid(j) if by_op else join_grid(j, labels)
+    parts.append(FitTable(grid, o))
     if j.outside:
-        parts.append(Text(f"outside the per-op sum: {j.outside}", style="dim"))
+        parts.append(Text(shown(f"outside the per-op sum: {j.outside}"), style="dim"))
     for n in j.notes:
-        parts.append(Text(n, style="dim"))
+        parts.append(Text(shown(n), style="dim"))
     return parts
 
 

@@ -10,13 +10,18 @@ import typer
 
 from infercast.cli.common import (
     EXIT_INCOMPLETE,
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    SortOpt,
+    TopNOpt,
     emit,
     render,
+    table_options,
 )
 from infercast.errors import InfercastError
 
@@ -61,6 +66,10 @@ def analyze(
     alignment: AlignmentOpt = 16,
     in_place: InPlaceOpt = False,
     target: ForecastTargetOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
     from infercast.analysis.cost import analyze as run
@@ -73,6 +82,7 @@ def analyze(
             f"--alignment must be a positive number of bytes, not {alignment}",
             "use --alignment 16 (TFLite Micro) or 1 for none",
         )
+    opts = table_options(columns, sort, top)
     result = run(model, parse_input_shapes(input_shape or []))
     memory = plan_graph(result.graph, alignment=alignment, in_place=in_place)
     if memory_plan:
@@ -106,14 +116,18 @@ def analyze(
             text = est_rep.join_csv(text, forecast)
         emit(text, output)
     elif forecast is None:
-        render(rep.render_table(result, memory=memory), output)
+        render(rep.render_table(result, memory, opts, by_op=by is not None), output)
     else:
         from rich.console import Group
 
         from infercast.report import estimate as est_rep
 
         render(
-            Group(rep.render_table(result, memory=memory), est_rep.render_table(forecast)), output
+            Group(
+                rep.render_table(result, memory, opts, by_op=by is not None),
+                est_rep.render_table(forecast, opts, by_op=by is not None),
+            ),
+            output,
         )
     exit_if_incomplete(result)
 

@@ -15,13 +15,17 @@ import typer
 
 from infercast.cli.common import (
     EXIT_NOT_OK,
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    SortOpt,
     emit,
     render,
+    table_options,
 )
 from infercast.errors import InfercastError
 from infercast.ir.graph import Shape
@@ -167,6 +171,9 @@ def bench(
     top: TopOpt = 10,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Time MODEL on real runtimes side by side; with --profile, where the time goes.
 
@@ -225,6 +232,19 @@ def bench(
     else:
         from rich.console import Group
 
-        render(Group(*rep.render_tables(result, top=top)), output)
+        labels = None
+        if result.joins:
+            from infercast.frontends import load
+            from infercast.report.names import graph_labels
+
+            g = load(model, shapes or None)
+            labels = {i: lbl for (sub, i), lbl in graph_labels(g).items() if sub == g.name}
+        opts = table_options(columns, sort, None)
+        render(
+            Group(
+                *rep.render_tables(result, top=top, opts=opts, by_op=by is not None, labels=labels)
+            ),
+            output,
+        )
     if result.failed:
         raise SystemExit(EXIT_NOT_OK)

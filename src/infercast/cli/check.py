@@ -29,8 +29,8 @@ def check(
     something falls back to the CPU or does not fit, 2 on bad input.
     """
     from infercast.frontends import parse_input_shapes
+    from infercast.report.check import render_table
     from infercast.targets import load_target, place
-    from infercast.targets.placement import render_table
 
     tgt = load_target(target)
     report = place(model, tgt, parse_input_shapes(input_shape or []))

@@ -6,7 +6,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -67,19 +67,84 @@ def emit(text: str, output: Path | None) -> None:
         raise InfercastError(f"cannot write {output}: {exc.strerror}") from exc
 
 
+UNBOUNDED = 100_000
+"""Width of a console with no limit: piped output and files keep every column, one line a row."""
+
+
+def output_width(output: Path | None) -> int | None:
+    """The width tables are laid out to: ``COLUMNS`` when set, else the terminal's; None
+    (no limit) for a file or a pipe."""
+    if output is not None:
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def render(renderable: object, output: Path | None) -> None:
-    """Print a rich renderable to the terminal, or its plain text to ``output``."""
+    """Print a rich renderable: to the terminal (its width, colours), to a pipe or ``output``
+    (plain text; unbounded unless ``COLUMNS`` is set). Model strings are never markup:
+    renderers build :class:`rich.text.Text` from escaped strings."""
     from rich.console import Console
 
-    if output is None:
-        width = max(Console().width, 160) if not sys.stdout.isatty() else None
-        Console(width=width).print(renderable)
-        return
+    width = output_width(output)
+    tty = output is None and sys.stdout.isatty()
     with open(os.devnull, "w") as sink:
-        buf = Console(record=True, width=200, file=sink)
+        buf = Console(
+            record=True,
+            width=width or UNBOUNDED,
+            file=sink,
+            force_terminal=tty,
+            no_color=not tty,
+            highlight=False,
+            emoji=False,
+            markup=False,
+            soft_wrap=False,
+        )
         buf.print(renderable)
-    emit(buf.export_text(), output)
+        text = buf.export_text(styles=tty)
+    text = "\n".join(line.rstrip() for line in text.splitlines())
+    emit(text, output)
 
 
 def progress(msg: str) -> None:
     print(f"infercast: {msg}", file=sys.stderr, flush=True)
+
+
+class ByWhat(StrEnum):
+    op = "op"
+
+
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="Table: the columns to show, comma-separated keys (the error lists them).",
+    ),
+]
+SortOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sort", help="Table: sort rows by this column key (numbers largest first; -KEY / +KEY)."
+    ),
+]
+TopNOpt = Annotated[
+    int | None,
+    typer.Option("--top", help="Table: only the N heaviest rows (or the first N by --sort)."),
+]
+ByOpt = Annotated[
+    ByWhat | None,
+    typer.Option("--by", help="Table: one row per op type instead of per layer."),
+]
+
+
+def table_options(columns: str | None, sort: str | None, top: int | None) -> Any:
+    """``--columns``, ``--sort``, ``--top`` as :class:`~infercast.report.table.TableOptions`."""
+    from infercast.report.table import TableOptions
+
+    return TableOptions.parse(columns, sort, top)

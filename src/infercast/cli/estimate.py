@@ -8,14 +8,19 @@ from typing import Annotated
 import typer
 
 from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
     emit,
     render,
+    table_options,
 )
 
 NoFuseOpt = Annotated[
@@ -30,6 +35,10 @@ def estimate(
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
     no_fuse: NoFuseOpt = False,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
 
@@ -42,6 +51,7 @@ def estimate(
     from infercast.report import estimate as est_rep
     from infercast.targets import load_target
 
+    opts = table_options(columns, sort, top)
     fc = forecast(
         model, load_target(target), parse_input_shapes(input_shape or []), fuse=not no_fuse
     )
@@ -50,4 +60,4 @@ def estimate(
     elif fmt is Format.csv:
         emit(est_rep.to_csv(fc), output)
     else:
-        render(est_rep.render_table(fc), output)
+        render(est_rep.render_table(fc, opts, by_op=by is not None), output)

@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from infercast.cli.bench import PeakGmacsOpt, peak_for
-from infercast.cli.common import Format, FormatOpt, InputShapeOpt, OutOpt, emit, render
+from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
+    Format,
+    FormatOpt,
+    InputShapeOpt,
+    OutOpt,
+    SortOpt,
+    emit,
+    render,
+    table_options,
+)
 from infercast.errors import InfercastError
 
 app = typer.Typer(help="Per-op profiles measured elsewhere.", no_args_is_help=True)
@@ -51,6 +62,9 @@ def profile_import(
     top: TopOpt = 10,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Join a per-op profile measured elsewhere with MODEL's static cost."""
     from infercast.analysis.cost import analyze
@@ -75,5 +89,17 @@ def profile_import(
     else:
         from rich.console import Group
 
+        from infercast.report.names import graph_labels
+
+        g = analysis.graph
+        labels = {i: lbl for (sub, i), lbl in graph_labels(g).items() if sub == g.name}
         title = f"{file.name} on {model.name}"
-        render(Group(*rep.render_join(joined, title=title, top=top)), output)
+        opts = table_options(columns, sort, None)
+        render(
+            Group(
+                *rep.render_join(
+                    joined, title=title, top=top, opts=opts, by_op=by is not None, labels=labels
+                )
+            ),
+            output,
+        )

@@ -15,6 +15,10 @@ from typing import Any
 
 from infercast.estimate.forecast import Forecast
 from infercast.estimate.validate import Validation
+from infercast.report.names import graph_labels
+from infercast.report.summaries import op_summary, split_line
+from infercast.report.table import Cell, Col, FitTable, Grid, Row, TableOptions, by_op_grid, cell
+from infercast.report.text import shown
 from infercast.report.units import human_bytes, human_count
 
 CSV_COLUMNS = (
@@ -86,43 +90,116 @@ def join_csv(analysis_csv: str, fc: Forecast) -> str:
     return buf.getvalue()
 
 
-def render_table(fc: Forecast, max_name: int = 40, show_fused: bool = True) -> Any:
-    """Per-layer forecast, the totals by bound, and the notes."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+ESTIMATE_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=20),
+    Col("op", "op", numeric=False, prio=2, min_width=10),
+    Col("unit", "on", numeric=False, prio=1),
+    Col("ops", "ops", prio=3),
+    Col("bytes", "bytes", prio=4),
+    Col("compute", "compute", prio=4, short="comp"),
+    Col("memory", "memory", prio=4, short="mem"),
+    Col("overhead", "overhead", prio=5, short="ovh"),
+    Col("transfer", "transfer", prio=5, short="xfer"),
+    Col("latency", "latency", prio=0),
+    Col("share", "share", prio=1),
+    Col("bound", "bound", numeric=False, prio=0, min_width=8),
+]
 
-    t = fc.totals()
-    title = f"{fc.model} on {fc.target.name}: {human_seconds(fc.latency_s)} per inference"
-    table = Table(title=title, header_style="bold")
-    for col, just in (
-        ("#", "right"), ("layer", "left"), ("op", "left"), ("on", "left"), ("ops", "right"),
-        ("bytes", "right"), ("compute", "right"), ("memory", "right"), ("overhead", "right"),
-        ("transfer", "right"), ("latency", "right"), ("share", "right"), ("bound", "left"),
-    ):  # fmt: skip
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+
+def layer_grid(fc: Forecast, show_fused: bool = True) -> Grid:
+    """The per-layer forecast as data (one short unique name per layer: report.names)."""
+    labels = graph_labels(fc.placement.graph)
+    main = fc.placement.graph.name
     total = fc.latency_s or 1.0
+    rows: list[Row] = []
     for ly in fc.layers:
         if not show_fused and ly.bound in ("fused", "elided"):
             continue
-        name = ly.name if len(ly.name) <= max_name else "…" + ly.name[-(max_name - 1) :]
         merged = ly.bound in ("fused", "elided")
         note = f"→ #{ly.kernel}" if ly.bound == "fused" else ""
-        table.add_row(
-            str(ly.index),
-            name,
-            ly.op,
-            f"{ly.unit} (partial)" if ly.placement == "partial" else ly.unit,
-            "" if merged else ("?" if ly.ops is None else human_count(ly.ops)),
-            "" if merged else human_bytes(ly.bytes),
-            "" if merged else human_seconds(ly.compute_s),
-            "" if merged else human_seconds(ly.memory_s),
-            "" if merged else human_seconds(ly.overhead_s),
-            "" if merged or not ly.transfer_s else human_seconds(ly.transfer_s),
-            "" if merged else human_seconds(ly.latency_s),
-            "" if merged else f"{ly.latency_s / total:.1%}",
-            Text(f"{ly.bound} {note}".strip(), style=BOUND_STYLE.get(ly.bound, "")),
+
+        def t(v: float, blank: bool = False, merged: bool = merged) -> Cell:
+            return cell("" if merged or blank else human_seconds(v), None if merged else v)
+
+        rows.append(
+            {
+                "index": cell(ly.index, ly.index),
+                "name": cell(labels.get((main, ly.index), ly.name), ly.name),
+                "op": cell(ly.op, ly.op),
+                "unit": cell(f"{ly.unit} (partial)" if ly.placement == "partial" else ly.unit),
+                "ops": cell(
+                    "" if merged else ("?" if ly.ops is None else human_count(ly.ops)),
+                    None if merged else ly.ops,
+                ),
+                "bytes": cell(
+                    "" if merged else human_bytes(ly.bytes), None if merged else ly.bytes
+                ),
+                "compute": t(ly.compute_s),
+                "memory": t(ly.memory_s),
+                "overhead": t(ly.overhead_s),
+                "transfer": t(ly.transfer_s, blank=not ly.transfer_s),
+                "latency": t(ly.latency_s),
+                "share": cell(
+                    "" if merged else f"{ly.latency_s / total:.1%}",
+                    None if merged else ly.latency_s,
+                ),
+                "bound": cell(
+                    f"{ly.bound} {note}".strip(), ly.bound, BOUND_STYLE.get(ly.bound, "")
+                ),
+            }
         )
+    title = (
+        f"{shown(fc.model)} on {shown(fc.target.name)}: {human_seconds(fc.latency_s)} per inference"
+    )
+    return Grid(list(ESTIMATE_COLUMNS), rows, title=title, default_sort="latency", noun="layers")
+
+
+def op_grid(fc: Forecast) -> Grid:
+    """``--by op``: kernels, where they run, and the time per op type."""
+    acc = fc.target.placement.accelerator
+    items = [ly for ly in fc.layers if ly.bound not in ("fused", "elided")]
+    rows = op_summary(
+        items,
+        lambda ly: ly.op,
+        [
+            ("latency", lambda ly: ly.latency_s),
+            ("on_acc", lambda ly: 1.0 if ly.placement != "cpu" and acc else 0.0),
+            ("on_cpu", lambda ly: 1.0 if ly.placement == "cpu" or not acc else 0.0),
+        ],
+    )
+    total = fc.latency_s or 1.0
+    fields: list[tuple[str, str, Any]] = [
+        ("latency", "latency", human_seconds),
+        ("share", "share", lambda v: f"{v:.1%}"),
+    ]
+    if acc:
+        fields += [
+            ("on_acc", f"on {acc}", lambda v: f"{v:.0f}"),
+            ("on_cpu", f"on {fc.target.placement.fallback}", lambda v: f"{v:.0f}"),
+        ]
+    return by_op_grid(
+        f"{shown(fc.model)} on {shown(fc.target.name)} by op: "
+        f"{human_seconds(fc.latency_s)} per inference",
+        [(r.op, r.count, {**r.values, "share": r.values["latency"] / total}) for r in rows],
+        fields,
+        count_header="kernels",
+    )
+
+
+def render_table(
+    fc: Forecast,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    show_fused: bool = True,
+) -> Any:
+    """Per-layer (or per-op) forecast fitted to the width, the totals by bound, the notes."""
+    from rich.console import Group
+    from rich.text import Text
+
+    t = fc.totals()
+    grid = op_grid(fc) if by_op else layer_grid(fc, show_fused)
+    total = fc.latency_s or 1.0
     summary = Text()
     summary.append(f"latency: {human_seconds(fc.latency_s)} per inference", style="bold")
     summary.append(
@@ -130,14 +207,15 @@ def render_table(fc: Forecast, max_name: int = 40, show_fused: bool = True) -> A
         f"{human_seconds(t['memory_s'])}, overhead {human_seconds(t['overhead_s'])}, transfer "
         f"{human_seconds(t['transfer_s'])}, call {human_seconds(t['invoke_s'])})\n"
     )
+    summary.append(f"placement: {split_line(fc.placement)}\n")
     by = ", ".join(
         f"{k} {human_seconds(v)} ({v / total:.0%})"
         for k, v in sorted(t["by_bound_s"].items(), key=lambda kv: -kv[1])
     )
     summary.append(f"time by bound: {by}\n")
     summary.append(f"one-time (first run, reported apart): {human_seconds(fc.one_time_s)}\n")
-    notes = Text("\n".join(f"note: {n}" for n in fc.notes))
-    return Group(table, summary, notes)
+    notes = Text("\n".join(f"note: {shown(n)}" for n in fc.notes))
+    return Group(FitTable(grid, opts), summary, notes)
 
 
 def summary_line(fc: Forecast) -> str:
