@@ -39,7 +39,7 @@ def _middle_cut(s: str, width: int) -> str:
 def _common_scope(paths: list[list[str]]) -> int:
     """How many leading segments every multi-segment path shares (always leaving one)."""
     multi = [p for p in paths if len(p) > 1]
-    if not multi:
+    if len(multi) < 2:
         return 0
     n = min(len(p) for p in multi) - 1
     first = multi[0]
