@@ -96,6 +96,8 @@ def _onnx(path: str, shapes: Spec, values: Spec, rng: np.random.Generator) -> di
     feeds = {}
     for i in sess.get_inputs():
         shape = list(shapes.get(i.name, i.shape))
+        if shape and not isinstance(shape[0], int) and all(isinstance(d, int) for d in shape[1:]):
+            shape[0] = 1  # a dynamic batch alone: batch 1, as infercast defaults it
         if not all(isinstance(d, int) and d >= 0 for d in shape):
             raise ValueError(f"input {i.name} has shape {i.shape}: give it in the recipe")
         feeds[i.name] = _feed(i.name, shape, types[i.type], rng, values)
@@ -184,3 +186,15 @@ def oracle(path: Path, input_shapes: Spec | None = None, values: Spec | None = N
         extra_path=[str(Path(__file__).resolve().parent)],
         what=f"the shape oracle on {path.name}",
     )
+
+
+def runtime_shapes_many(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Several models in one child: ``{models: [payload, ...]}``; a model the runtime
+    rejects gets ``{"error": ...}`` instead of shapes."""
+    out: list[dict[str, Any]] = []
+    for one in payload["models"]:
+        try:
+            out.append(runtime_shapes(one))
+        except Exception as exc:  # noqa: BLE001 - reported per model
+            out.append({"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"})
+    return out

@@ -195,6 +195,6 @@ def _load_all() -> None:
 
 
 _HANDLER_MODULES = (
-    "control", "conv", "elementwise", "linalg", "loss", "ml", "movement", "normalization",
+    "contrib", "control", "conv", "elementwise", "linalg", "loss", "ml", "movement", "normalization",
     "pool", "recurrent", "signal", "training", "shapes",
 )  # fmt: skip
