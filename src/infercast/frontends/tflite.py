@@ -229,7 +229,7 @@ def load_tflite(
         raise ModelFileError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
     try:
         return _parse(schema, path, data, input_shapes or {})
-    except (ModelFileError, SymbolicShapeError):
+    except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:  # the flatbuffer accessors raise anything on bad offsets
         raise ModelFileError(
