@@ -25,13 +25,15 @@ from collections.abc import Callable, Sequence
 from infercast.ir.graph import Dim, Shape
 from infercast.ir.views import kernel_dims, numel
 from infercast.ops.elementwise import UNARY
-from infercast.ops.registry import InferFn, OpContext, OpCost, register
+from infercast.ops.registry import OpContext, OpCost, register
+
+InferFn = Callable[[OpContext], "list[Shape | None]"]
 
 MS = "com.microsoft:"
 Shapes = list[Shape | None]
 
 
-class _NoShape(Exception):
+class _NoShape(ValueError):
     """A needed input shape or value is unknown."""
 
 
@@ -52,7 +54,7 @@ def _ints(ctx: OpContext, key: str) -> list[int] | None:
     return None
 
 
-def _infer(fn: Callable[[OpContext], Shapes]) -> InferFn:
+def infer(fn: Callable[[OpContext], Shapes]) -> InferFn:
     """Wrap a shape rule: an unknown input leaves the outputs unknown."""
 
     def run(ctx: OpContext) -> Shapes:
@@ -125,6 +127,17 @@ def _act_flops(ctx: OpContext) -> int:
     return UNARY[key][0] if key else 0
 
 
+fused_conv_shape = infer(lambda ctx: [_conv_out(ctx, 0, 1, False)])
+nhwc_conv_shape = infer(lambda ctx: [_conv_out(ctx, 0, 1, True)])
+qlinear_conv_shape = infer(
+    lambda ctx: [_conv_out(ctx, 0, 3, bool(ctx.int_attr("channels_last", 0)))]
+)
+integer_matmul_shape = infer(lambda ctx: [_matmul(_shape(ctx, 0), _shape(ctx, 1))])
+dynamic_quantize_matmul_shape = infer(lambda ctx: [_last_dim_from(ctx, 1)[0]])
+simplified_layer_norm_shape = infer(lambda ctx: _norm_outputs(ctx, False)[:2])
+skip_norm_shape = infer(lambda ctx: [_shape(ctx, 0), None, None, _shape(ctx, 0)])
+
+
 # -- convolutions ----------------------------------------------------------------
 
 
@@ -142,11 +155,7 @@ def _conv_macs(ctx: OpContext, w_i: int) -> int:
     return ctx.out_elems() * k.in_channels * k.spatial_size
 
 
-@register(
-    MS + "fused_conv",
-    family="conv",
-    infer=_infer(lambda ctx: [_conv_out(ctx, 0, 1, False)]),
-)
+@register(MS + "fused_conv", family="conv")
 def fused_conv_cost(ctx: OpContext) -> OpCost:
     """FusedConv (Conv + optional sum input Z + activation, ORT's Conv+Activation
     fusion): MACs as ``conv`` = output elements x input channels per group x kernel
@@ -157,11 +166,7 @@ def fused_conv_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs + extra * ctx.out_elems())
 
 
-@register(
-    MS + "nhwc_conv",
-    family="conv",
-    infer=_infer(lambda ctx: [_conv_out(ctx, 0, 1, True)]),
-)
+@register(MS + "nhwc_conv", family="conv")
 def nhwc_conv_cost(ctx: OpContext) -> OpCost:
     """NhwcConv (Conv on channels-last activations, OIHW weights): MACs = output
     elements x input channels per group x kernel size; FLOPs = 2 x MACs."""
@@ -169,14 +174,7 @@ def nhwc_conv_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register(
-    MS + "qlinear_conv",
-    family="conv",
-    arg_inputs=(1, 2, 4, 5, 6, 7),
-    infer=_infer(
-        lambda ctx: [_conv_out(ctx, 0, 3, bool(ctx.int_attr("channels_last", 0)))]
-    ),
-)
+@register(MS + "qlinear_conv", family="conv", arg_inputs=(1, 2, 4, 5, 6, 7))
 def ms_qlinear_conv_cost(ctx: OpContext) -> OpCost:
     """com.microsoft QLinearConv (optionally channels-last): as ``conv``, MACs =
     output elements x input channels per group x kernel size (weights are input 3);
@@ -188,7 +186,7 @@ def ms_qlinear_conv_cost(ctx: OpContext) -> OpCost:
 # -- matrix products ----------------------------------------------------------------
 
 
-def _fused_matmul_shape(ctx: OpContext) -> Shapes:
+def fused_matmul_shape(ctx: OpContext) -> Shapes:
     a = list(_shape(ctx, 0))
     b = list(_shape(ctx, 1))
     if ctx.int_attr("transBatchA", 0) and len(a) > 2:
@@ -209,7 +207,7 @@ def _fused_k(ctx: OpContext) -> int:
     return a[-2] if ctx.int_attr("transA", 0) else a[-1]
 
 
-@register(MS + "fused_mat_mul", family="linalg", infer=_infer(_fused_matmul_shape))
+@register(MS + "fused_mat_mul", family="linalg")
 def fused_matmul_cost(ctx: OpContext) -> OpCost:
     """FusedMatMul (alpha x op(A) x op(B), transposes folded in): MACs = output
     elements x K, K the contracted dimension of A after its transpose; FLOPs = 2 x
@@ -225,13 +223,7 @@ def _last_dim_from(ctx: OpContext, b_i: int, *, transposed: bool = False) -> Sha
     return [(*a[:-1], n)]
 
 
-@register(
-    MS + "mat_mul_integer16",
-    MS + "mat_mul_integer_to_float",
-    family="linalg",
-    arg_inputs=(2, 3, 4, 5),
-    infer=_infer(lambda ctx: [_matmul(_shape(ctx, 0), _shape(ctx, 1))]),
-)
+@register(MS + "mat_mul_integer16", MS + "mat_mul_integer_to_float", family="linalg", arg_inputs=(2, 3, 4, 5))
 def integer_matmul_cost(ctx: OpContext) -> OpCost:
     """MatMulInteger16 / MatMulIntegerToFloat: as ``matmul``, MACs = output elements
     x K (the last dimension of A); FLOPs = 2 x MACs; scaling to float not counted."""
@@ -239,12 +231,7 @@ def integer_matmul_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register(
-    MS + "dynamic_quantize_mat_mul",
-    family="linalg",
-    arg_inputs=(2, 3),
-    infer=_infer(lambda ctx: [_last_dim_from(ctx, 1)[0]]),
-)
+@register(MS + "dynamic_quantize_mat_mul", family="linalg", arg_inputs=(2, 3))
 def dynamic_quantize_matmul_cost(ctx: OpContext) -> OpCost:
     """DynamicQuantizeMatMul (A quantised to uint8 at run time, B int8 [K, N]):
     MACs = output elements x K; FLOPs = 2 x MACs + 3 per element of A (its
@@ -254,13 +241,13 @@ def dynamic_quantize_matmul_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs + 3 * ctx.in_elems(0))
 
 
-def _nbits_shape(ctx: OpContext) -> Shapes:
+def nbits_shape(ctx: OpContext) -> Shapes:
     a = _shape(ctx, 0)
     n = ctx.int_attr("N", 0)
     return [(*a[:-1], n or None)]
 
 
-@register(MS + "mat_mul_n_bits", family="linalg", arg_inputs=(2, 3, 4, 5), infer=_infer(_nbits_shape))
+@register(MS + "mat_mul_n_bits", family="linalg", arg_inputs=(2, 3, 4, 5))
 def matmul_nbits_cost(ctx: OpContext) -> OpCost:
     """MatMulNBits (B packed in ``bits``-bit blocks, attributes K and N): MACs =
     output elements x K; FLOPs = 2 x MACs (dequantising B not counted; the packed
@@ -270,7 +257,7 @@ def matmul_nbits_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-def _qgemm_shape(ctx: OpContext) -> Shapes:
+def qgemm_shape(ctx: OpContext) -> Shapes:
     a = _shape(ctx, 0)
     b = _shape(ctx, 3)
     m = a[1] if ctx.int_attr("transA", 0) else a[0]
@@ -278,9 +265,7 @@ def _qgemm_shape(ctx: OpContext) -> Shapes:
     return [(m, n)]
 
 
-@register(
-    MS + "q_gemm", family="linalg", arg_inputs=(1, 2, 4, 5, 7, 8), infer=_infer(_qgemm_shape)
-)
+@register(MS + "q_gemm", family="linalg", arg_inputs=(1, 2, 4, 5, 7, 8))
 def qgemm_cost(ctx: OpContext) -> OpCost:
     """QGemm (quantised Gemm, B is input 3): MACs = M x N x K; FLOPs = 2 x MACs;
     the C add and requantisation not counted."""
@@ -290,7 +275,7 @@ def qgemm_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register(MS + "fused_gemm", family="linalg", infer=_infer(lambda ctx: _gemm_shape(ctx)))
+@register(MS + "fused_gemm", family="linalg")
 def fused_gemm_cost(ctx: OpContext) -> OpCost:
     """FusedGemm (Gemm + activation): MACs = M x N x K; FLOPs = 2 x MACs + the
     activation's FLOPs per output element."""
@@ -300,7 +285,7 @@ def fused_gemm_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs + _act_flops(ctx) * ctx.out_elems())
 
 
-def _gemm_shape(ctx: OpContext) -> Shapes:
+def gemm_shape(ctx: OpContext) -> Shapes:
     a = _shape(ctx, 0)
     b = _shape(ctx, 1)
     m = a[1] if ctx.int_attr("transA", 0) else a[0]
@@ -310,26 +295,23 @@ def _gemm_shape(ctx: OpContext) -> Shapes:
 
 # -- activations and bias fusions ----------------------------------------------------
 
-_SAME = _infer(lambda ctx: [_shape(ctx, 0)])
-_BROADCAST_01 = _infer(
-    lambda ctx: [_broadcast(_shape(ctx, 0), _shape(ctx, 1)) if ctx.has_input(1) else _shape(ctx, 0)]
-)
+same_shape = infer(lambda ctx: [_shape(ctx, 0)])
 
 
-@register(MS + "quick_gelu", family="elementwise", infer=_SAME)
+@register(MS + "quick_gelu", family="elementwise")
 def quick_gelu_cost(ctx: OpContext) -> OpCost:
     """QuickGelu x * sigmoid(alpha x): 0 MACs; 6 FLOPs per output element (alpha
     multiply, sigmoid 4, multiply)."""
     return OpCost(flops=6 * ctx.out_elems())
 
 
-@register(MS + "gelu", family="elementwise", infer=_SAME)
+@register(MS + "gelu", family="elementwise")
 def ms_gelu_cost(ctx: OpContext) -> OpCost:
     """Gelu 0.5x(1+erf(x/sqrt 2)): 0 MACs; 5 FLOPs per output element (as ``gelu``)."""
     return OpCost(flops=UNARY["gelu"][0] * ctx.out_elems())
 
 
-@register(MS + "fast_gelu", family="elementwise", infer=_SAME)
+@register(MS + "fast_gelu", family="elementwise")
 def fast_gelu_cost(ctx: OpContext) -> OpCost:
     """FastGelu (tanh approximation, optional bias added first): 0 MACs; 8 FLOPs per
     output element (as ``gelu_tanh``) + 1 when a bias is given."""
@@ -337,19 +319,19 @@ def fast_gelu_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=per * ctx.out_elems())
 
 
-@register(MS + "bias_gelu", family="elementwise", infer=_SAME)
+@register(MS + "bias_gelu", family="elementwise")
 def bias_gelu_cost(ctx: OpContext) -> OpCost:
     """BiasGelu gelu(A + bias): 0 MACs; 6 FLOPs per output element (add, gelu 5)."""
     return OpCost(flops=(1 + UNARY["gelu"][0]) * ctx.out_elems())
 
 
-@register(MS + "bias_add", family="elementwise", infer=_SAME)
+@register(MS + "bias_add", family="elementwise")
 def bias_add_cost(ctx: OpContext) -> OpCost:
     """BiasAdd X + bias + skip: 0 MACs; 2 FLOPs per output element."""
     return OpCost(flops=2 * ctx.out_elems())
 
 
-@register(MS + "bias_softmax", family="normalization", infer=_SAME)
+@register(MS + "bias_softmax", family="normalization")
 def bias_softmax_cost(ctx: OpContext) -> OpCost:
     """BiasSoftmax softmax(data + bias): 0 MACs; 6 FLOPs per element (add, then
     softmax's 5: max, subtract, exp, sum, divide)."""
@@ -372,11 +354,7 @@ def _norm_outputs(ctx: OpContext, with_sum: bool) -> Shapes:
     return out
 
 
-@register(
-    "simplified_layer_normalization",
-    family="normalization",
-    infer=_infer(lambda ctx: _norm_outputs(ctx, False)[:2]),
-)
+@register("simplified_layer_normalization", family="normalization")
 def simplified_layer_norm_cost(ctx: OpContext) -> OpCost:
     """SimplifiedLayerNormalization (RMSNorm, ORT's fusion in the ONNX domain): 0
     MACs; 4 FLOPs per input element (square, add, multiply by rsqrt, scale), as
@@ -384,11 +362,7 @@ def simplified_layer_norm_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=4 * ctx.in_elems(0))
 
 
-@register(
-    MS + "skip_layer_normalization",
-    family="normalization",
-    infer=_infer(lambda ctx: [_shape(ctx, 0), None, None, _shape(ctx, 0)]),
-)
+@register(MS + "skip_layer_normalization", family="normalization")
 def skip_layer_norm_cost(ctx: OpContext) -> OpCost:
     """SkipLayerNormalization LayerNorm(input + skip (+ bias)): 0 MACs; 9 FLOPs per
     input element (1 or 2 adds, then layer normalisation's 7)."""
@@ -396,11 +370,7 @@ def skip_layer_norm_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=(7 + adds) * ctx.in_elems(0))
 
 
-@register(
-    MS + "skip_simplified_layer_normalization",
-    family="normalization",
-    infer=_infer(lambda ctx: [_shape(ctx, 0), None, None, _shape(ctx, 0)]),
-)
+@register(MS + "skip_simplified_layer_normalization", family="normalization")
 def skip_simplified_layer_norm_cost(ctx: OpContext) -> OpCost:
     """SkipSimplifiedLayerNormalization RMSNorm(input + skip (+ bias)): 0 MACs;
     5 FLOPs per input element (the add, then RMSNorm's 4; +1 with a bias)."""
@@ -408,18 +378,13 @@ def skip_simplified_layer_norm_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=(4 + adds) * ctx.in_elems(0))
 
 
-def _embed_shapes(ctx: OpContext) -> Shapes:
+def embed_shapes(ctx: OpContext) -> Shapes:
     ids = _shape(ctx, 0)
     word = _shape(ctx, 2)
     return [(*ids, word[-1]), (ids[0],), (*ids, word[-1])]
 
 
-@register(
-    MS + "embed_layer_normalization",
-    family="normalization",
-    arg_inputs=(0, 1, 7, 8),
-    infer=_infer(_embed_shapes),
-)
+@register(MS + "embed_layer_normalization", family="normalization", arg_inputs=(0, 1, 7, 8))
 def embed_layer_norm_cost(ctx: OpContext) -> OpCost:
     """EmbedLayerNormalization: gathers word, position (and segment) embeddings,
     adds them, then layer-normalises: 0 MACs; 9 FLOPs per output element (2 adds,
@@ -430,7 +395,7 @@ def embed_layer_norm_cost(ctx: OpContext) -> OpCost:
 # -- attention -------------------------------------------------------------------------
 
 
-def _attention_shapes(ctx: OpContext) -> Shapes:
+def attention_shapes(ctx: OpContext) -> Shapes:
     """com.microsoft Attention: input [B, S, in], weights [in, q+k+v hidden]."""
     x = _shape(ctx, 0)
     w = _shape(ctx, 1)
@@ -445,7 +410,7 @@ def _attention_shapes(ctx: OpContext) -> Shapes:
     return out
 
 
-@register(MS + "attention", family="linalg", arg_inputs=(3,), infer=_infer(_attention_shapes))
+@register(MS + "attention", family="linalg", arg_inputs=(3,))
 def ms_attention_cost(ctx: OpContext) -> OpCost:
     """Attention (BERT self-attention with its input projection): MACs = B x S x
     in x (q+k+v hidden) for the projection + B x heads x S x T x (head_k +
@@ -489,7 +454,7 @@ def _mul(a: Dim, b: Dim) -> Dim:
     return None if a is None or b is None else a * b
 
 
-def _mha_shapes(ctx: OpContext) -> Shapes:
+def mha_shapes(ctx: OpContext) -> Shapes:
     b, s, kv_len, heads, head_k, v_hidden = _mha_dims(ctx)
     out: Shapes = [(b, s, v_hidden)]
     past = _shape(ctx, 6) if len(ctx.inputs) > 6 and ctx.has_input(6) else None
@@ -499,7 +464,7 @@ def _mha_shapes(ctx: OpContext) -> Shapes:
     return out
 
 
-@register(MS + "multi_head_attention", family="linalg", arg_inputs=(4, 5), infer=_infer(_mha_shapes))
+@register(MS + "multi_head_attention", family="linalg", arg_inputs=(4, 5))
 def mha_cost(ctx: OpContext) -> OpCost:
     """MultiHeadAttention (projections done outside): MACs = B x heads x S x T x
     (head_k + head_v) for Q·K^T and the weighted sum of V (T = past + kv length);
@@ -538,17 +503,12 @@ def _gqa_dims(ctx: OpContext) -> tuple[Dim, Dim, int, int, Dim, Dim]:
     return q[0], q[1], heads, kv_heads, head, total
 
 
-def _gqa_shapes(ctx: OpContext) -> Shapes:
+def gqa_shapes(ctx: OpContext) -> Shapes:
     b, s, heads, kv_heads, head, total = _gqa_dims(ctx)
     return [(b, s, _mul(heads, head)), (b, kv_heads, total, head), (b, kv_heads, total, head)]
 
 
-@register(
-    MS + "group_query_attention",
-    family="linalg",
-    arg_inputs=(5, 6, 7, 8),
-    infer=_infer(_gqa_shapes),
-)
+@register(MS + "group_query_attention", family="linalg", arg_inputs=(5, 6, 7, 8))
 def gqa_cost(ctx: OpContext) -> OpCost:
     """GroupQueryAttention: MACs = B x heads x S x T x 2 x head (Q·K^T and the
     weighted sum of V, T the total kv length = present_key's length); FLOPs = 2 x
@@ -565,7 +525,7 @@ def gqa_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs + 5 * scores + rotary)
 
 
-@register(MS + "rotary_embedding", family="elementwise", arg_inputs=(1, 2, 3), infer=_SAME)
+@register(MS + "rotary_embedding", family="elementwise", arg_inputs=(1, 2, 3))
 def ms_rotary_embedding_cost(ctx: OpContext) -> OpCost:
     """com.microsoft RotaryEmbedding (input, position_ids, cos_cache, sin_cache):
     0 MACs; 3 FLOPs per rotated element (x1 cos - x2 sin, or x2 cos + x1 sin); with
@@ -580,7 +540,7 @@ def ms_rotary_embedding_cost(ctx: OpContext) -> OpCost:
 # -- recurrent -------------------------------------------------------------------------
 
 
-def _dq_lstm_shapes(ctx: OpContext) -> Shapes:
+def dq_lstm_shapes(ctx: OpContext) -> Shapes:
     x = _shape(ctx, 0)  # [seq, batch, input]
     w = _shape(ctx, 1)  # [dirs, input, 4 hidden]
     hidden = ctx.int_attr("hidden_size", 0) or (None if w[2] is None else w[2] // 4)
@@ -588,12 +548,7 @@ def _dq_lstm_shapes(ctx: OpContext) -> Shapes:
     return [(x[0], dirs, x[1], hidden), (dirs, x[1], hidden), (dirs, x[1], hidden)]
 
 
-@register(
-    MS + "dynamic_quantize_lstm",
-    family="recurrent",
-    arg_inputs=(4, 8, 9, 10, 11),
-    infer=_infer(_dq_lstm_shapes),
-)
+@register(MS + "dynamic_quantize_lstm", family="recurrent", arg_inputs=(4, 8, 9, 10, 11))
 def dq_lstm_cost(ctx: OpContext) -> OpCost:
     """DynamicQuantizeLSTM (W [dirs, input, 4h] and R [dirs, h, 4h] int8): MACs =
     seq x batch x dirs x 4h x (input + h); FLOPs = 2 x MACs + per cell element 3
@@ -611,24 +566,18 @@ def dq_lstm_cost(ctx: OpContext) -> OpCost:
 # -- QLinear elementwise, pools, concat ----------------------------------------------
 
 
-def _qbinary_shape(ctx: OpContext) -> Shapes:
+def qbinary_shape(ctx: OpContext) -> Shapes:
     return [_broadcast(_shape(ctx, 0), _shape(ctx, 3))]
 
 
-@register(
-    MS + "q_linear_add",
-    MS + "q_linear_mul",
-    family="elementwise",
-    arg_inputs=(1, 2, 4, 5, 6, 7),
-    infer=_infer(_qbinary_shape),
-)
+@register(MS + "q_linear_add", MS + "q_linear_mul", family="elementwise", arg_inputs=(1, 2, 4, 5, 6, 7))
 def qlinear_binary_cost(ctx: OpContext) -> OpCost:
     """QLinearAdd / QLinearMul (A is input 0, B input 3): 0 MACs; 1 FLOP per output
     element, as ``add`` / ``mul``; requantisation not counted."""
     return OpCost(flops=ctx.out_elems())
 
 
-_QUNARY = {
+QUNARY = {
     "q_linear_sigmoid": ("sigmoid", 4),
     "q_linear_leaky_relu": ("leaky_relu", 2),
     "q_linear_softmax": ("softmax", 5),
@@ -644,33 +593,28 @@ def _qunary(name: str, base: str, n: int) -> None:
         f"0 MACs; {n} FLOP(s) per output element, as ``{base}``; requantisation not counted."
     )
     cost.__name__ = f"{name}_cost"
-    register(MS + name, family="elementwise", arg_inputs=(1, 2, 3, 4), infer=_SAME)(cost)
+    register(MS + name, family="elementwise", arg_inputs=(1, 2, 3, 4))(cost)
 
 
-for _name, (_base, _n) in _QUNARY.items():
+for _name, (_base, _n) in QUNARY.items():
     _qunary(_name, _base, _n)
 
 
-def _qgap_shape(ctx: OpContext) -> Shapes:
+def qgap_shape(ctx: OpContext) -> Shapes:
     x = _shape(ctx, 0)
     if ctx.int_attr("channels_last", 0):
         return [(x[0], *([1] * (len(x) - 2)), x[-1])]
     return [(x[0], x[1], *([1] * (len(x) - 2)))]
 
 
-@register(
-    MS + "q_linear_global_average_pool",
-    family="pool",
-    arg_inputs=(1, 2, 3, 4),
-    infer=_infer(_qgap_shape),
-)
+@register(MS + "q_linear_global_average_pool", family="pool", arg_inputs=(1, 2, 3, 4))
 def qlinear_gap_cost(ctx: OpContext) -> OpCost:
     """QLinearGlobalAveragePool: 0 MACs; 1 FLOP (add) per input element, as
     ``global_avg_pool`` (the divide per output not counted)."""
     return OpCost(flops=numel(ctx.input(0)))
 
 
-def _qavgpool_shape(ctx: OpContext) -> Shapes:
+def qavgpool_shape(ctx: OpContext) -> Shapes:
     x = _shape(ctx, 0)
     kernel = _ints(ctx, "kernel_shape") or []
     if ctx.int_attr("channels_last", 0):
@@ -678,12 +622,7 @@ def _qavgpool_shape(ctx: OpContext) -> Shapes:
     return [(x[0], x[1], *_spatial(ctx, x[2:], kernel))]
 
 
-@register(
-    MS + "q_linear_average_pool",
-    family="pool",
-    arg_inputs=(1, 2, 3, 4),
-    infer=_infer(_qavgpool_shape),
-)
+@register(MS + "q_linear_average_pool", family="pool", arg_inputs=(1, 2, 3, 4))
 def qlinear_avgpool_cost(ctx: OpContext) -> OpCost:
     """QLinearAveragePool: 0 MACs; FLOPs = output elements x kernel size (one add
     per window element), as ``avg_pool``."""
@@ -693,7 +632,7 @@ def qlinear_avgpool_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=ctx.out_elems() * k)
 
 
-def _qconcat_shape(ctx: OpContext) -> Shapes:
+def qconcat_shape(ctx: OpContext) -> Shapes:
     parts = [_shape(ctx, i) for i in range(2, len(ctx.inputs), 3)]
     axis = ctx.int_attr("axis", 0)
     rank = len(parts[0])
@@ -705,12 +644,7 @@ def _qconcat_shape(ctx: OpContext) -> Shapes:
     return [(*first[:axis], total, *first[axis + 1 :])]
 
 
-@register(
-    MS + "q_linear_concat",
-    family="movement",
-    arg_inputs=tuple(i for i in range(64) if i % 3 != 2),
-    infer=_infer(_qconcat_shape),
-)
+@register(MS + "q_linear_concat", family="movement", arg_inputs=tuple(i for i in range(64) if i % 3 != 2))
 def qlinear_concat_cost(ctx: OpContext) -> OpCost:
     """QLinearConcat (Y_scale, Y_zero_point, then (tensor, scale, zero point) per
     input): 0 MACs, 0 FLOPs: data movement (requantisation not counted)."""
