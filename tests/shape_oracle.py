@@ -44,9 +44,7 @@ def _feed(
 
 
 def _tflite(path: str, shapes: Spec, values: Spec, rng: np.random.Generator) -> dict[str, Any]:
-    from ai_edge_litert.interpreter import Interpreter
-
-    from ai_edge_litert.interpreter import OpResolverType
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     # No default delegate: XNNPACK owns the tensors of the partitions it takes.
     interp = Interpreter(
@@ -60,9 +58,7 @@ def _tflite(path: str, shapes: Spec, values: Spec, rng: np.random.Generator) -> 
             interp.resize_tensor_input(d["index"], list(shapes[d["name"]]), strict=False)
     interp.allocate_tensors()
     for d in interp.get_input_details():
-        interp.set_tensor(
-            d["index"], _feed(d["name"], list(d["shape"]), d["dtype"], rng, values)
-        )
+        interp.set_tensor(d["index"], _feed(d["name"], list(d["shape"]), d["dtype"], rng, values))
     interp.invoke()
     # Shapes from the tensors' metadata after the run: reading the data of every
     # tensor (get_tensor) crashes LiteRT on resource-variable models.
@@ -85,9 +81,7 @@ def _onnx(path: str, shapes: Spec, values: Spec, rng: np.random.Generator) -> di
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
-    sess = ort.InferenceSession(
-        model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
-    )
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     types = {
         "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
         "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
@@ -195,6 +189,6 @@ def runtime_shapes_many(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
     for one in payload["models"]:
         try:
             out.append(runtime_shapes(one))
-        except Exception as exc:  # noqa: BLE001 - reported per model
+        except Exception as exc:
             out.append({"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"})
     return out

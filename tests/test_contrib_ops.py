@@ -18,10 +18,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from shape_oracle import _known
 
 import infercast
 from infercast.isolation import Limits, run_isolated
+from shape_oracle import _known
 
 F = TensorProto.FLOAT
 U8 = TensorProto.UINT8
@@ -245,7 +245,8 @@ def test_contrib_matmul_macs_from_first_principles(ort_results: dict[str, Any]) 
 
 
 @pytest.mark.parametrize(
-    "name", ["320n", "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer"]
+    "name",
+    ["320n", "ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer"],
 )
 def test_ort_optimized_models_keep_their_source_macs(name: str) -> None:
     """ORT's optimizer fuses ops (FusedConv, FusedMatMul, QuickGelu, LayerNorm fusions,

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shape_oracle import Comparison, compare, oracle
 
 import infercast
 from infercast.isolation import IsolatedError
+from shape_oracle import Comparison, compare, oracle
 
 MIN_KNOWN_SHARE = 0.98
 

@@ -532,7 +532,9 @@ def build_wheel_group(group: str, gdir: Path) -> dict[str, Any]:
             **model_summary(gdir / name),
         }
     if len(files) != expected:
-        print(f"warning: {requirement} held {len(files)} models, expected {expected}", file=sys.stderr)
+        print(
+            f"warning: {requirement} held {len(files)} models, expected {expected}", file=sys.stderr
+        )
     return {"wheel": wheel_info, "count": len(files), "mapping": mapping, "files": files}
 
 
@@ -613,11 +615,14 @@ def build_ort_optimized(gdir: Path) -> dict[str, Any]:
             if how == "qdq":
 
                 class Reader(CalibrationDataReader):
-                    def __init__(self) -> None:
+                    def __init__(self, shapes: dict[str, tuple[int, ...]] = shapes) -> None:
                         rng = np.random.default_rng(SEED)
                         self.batches = iter(
                             [
-                                {k: rng.uniform(0, 1, v).astype(np.float32) for k, v in shapes.items()}
+                                {
+                                    k: rng.uniform(0, 1, v).astype(np.float32)
+                                    for k, v in shapes.items()
+                                }
                                 for _ in range(2)
                             ]
                         )

@@ -106,9 +106,7 @@ def dynamic_tensors(graph: Graph, subgraphs: Mapping[str, Graph]) -> set[str]:
     dynamic: set[str] = set()
     for node in graph.nodes:
         ins = [n for n in node.inputs if n]
-        shape_args = [
-            node.inputs[i] for i in _args(node.native_op) if i < len(node.inputs)
-        ]
+        shape_args = [node.inputs[i] for i in _args(node.native_op) if i < len(node.inputs)]
         if (
             node.native_op in VALUE_SHAPED
             or any(n and not graph.tensors[n].is_constant for n in shape_args)
@@ -146,9 +144,7 @@ def value_dependent(graph: Graph, subgraphs: Mapping[str, Graph]) -> set[str]:
             "VAR_HANDLE",
         ):
             data_valued.update(outs)
-        shape_args = [
-            node.inputs[i] for i in _args(node.native_op) if i < len(node.inputs)
-        ]
+        shape_args = [node.inputs[i] for i in _args(node.native_op) if i < len(node.inputs)]
         if (
             node.native_op in VALUE_SHAPED
             or in_shape_dep
@@ -210,6 +206,6 @@ def run_shapes(payload: Mapping[str, Any]) -> dict[str, Any]:
                 interp.set_tensor(d["index"], _generated(d["shape"], d["dtype"], rng))
             interp.invoke()
             invoked = shapes()
-        except Exception as exc:  # noqa: BLE001 - reported, the caller keeps shapes unknown
+        except Exception as exc:
             error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     return {"allocated": allocated, "invoked": invoked, "invoke_error": error}

@@ -223,7 +223,12 @@ def _last_dim_from(ctx: OpContext, b_i: int, *, transposed: bool = False) -> Sha
     return [(*a[:-1], n)]
 
 
-@register(MS + "mat_mul_integer16", MS + "mat_mul_integer_to_float", family="linalg", arg_inputs=(2, 3, 4, 5))
+@register(
+    MS + "mat_mul_integer16",
+    MS + "mat_mul_integer_to_float",
+    family="linalg",
+    arg_inputs=(2, 3, 4, 5),
+)
 def integer_matmul_cost(ctx: OpContext) -> OpCost:
     """MatMulInteger16 / MatMulIntegerToFloat: as ``matmul``, MACs = output elements
     x K (the last dimension of A); FLOPs = 2 x MACs; scaling to float not counted."""
@@ -570,7 +575,9 @@ def qbinary_shape(ctx: OpContext) -> Shapes:
     return [_broadcast(_shape(ctx, 0), _shape(ctx, 3))]
 
 
-@register(MS + "q_linear_add", MS + "q_linear_mul", family="elementwise", arg_inputs=(1, 2, 4, 5, 6, 7))
+@register(
+    MS + "q_linear_add", MS + "q_linear_mul", family="elementwise", arg_inputs=(1, 2, 4, 5, 6, 7)
+)
 def qlinear_binary_cost(ctx: OpContext) -> OpCost:
     """QLinearAdd / QLinearMul (A is input 0, B input 3): 0 MACs; 1 FLOP per output
     element, as ``add`` / ``mul``; requantisation not counted."""
@@ -639,12 +646,15 @@ def qconcat_shape(ctx: OpContext) -> Shapes:
     axis = axis + rank if axis < 0 else axis
     total: Dim = 0
     for p in parts:
-        total = None if total is None or p[axis] is None else total + p[axis]
+        d = p[axis]
+        total = None if total is None or d is None else total + d
     first = parts[0]
     return [(*first[:axis], total, *first[axis + 1 :])]
 
 
-@register(MS + "q_linear_concat", family="movement", arg_inputs=tuple(i for i in range(64) if i % 3 != 2))
+@register(
+    MS + "q_linear_concat", family="movement", arg_inputs=tuple(i for i in range(64) if i % 3 != 2)
+)
 def qlinear_concat_cost(ctx: OpContext) -> OpCost:
     """QLinearConcat (Y_scale, Y_zero_point, then (tensor, scale, zero point) per
     input): 0 MACs, 0 FLOPs: data movement (requantisation not counted)."""

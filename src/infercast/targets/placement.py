@@ -361,9 +361,7 @@ def _evaluate(view: C.NodeView, checks: list[Check], target: Target) -> list[Rea
     return out
 
 
-def _place_node(
-    graph: Graph, node: Node, target: Target, *, placed: bool = True
-) -> LayerPlacement:
+def _place_node(graph: Graph, node: Node, target: Target, *, placed: bool = True) -> LayerPlacement:
     """Where ``node`` runs and why; ``placed=False``: on the fallback, with no
     per-layer reason (the report states the one reason, e.g. a format mismatch)."""
     ins = [
@@ -574,10 +572,7 @@ def place(
                 an="n" if graph.format.upper()[:1] in "AEIOU" else "",
             )
         )  # fmt: skip
-        layers = [
-            _place_node(dev, node, tgt, placed=False)
-            for node in dev.nodes
-        ]
+        layers = [_place_node(dev, node, tgt, placed=False) for node in dev.nodes]
     else:
         layers = [_place_node(dev, node, tgt) for node in dev.nodes]
     if tgt.placement.segments == "single" and tgt.placement.accelerator:

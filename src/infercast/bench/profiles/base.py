@@ -171,7 +171,7 @@ class Profile:
 _RUNTIME_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused|/fused|/[A-Za-z]+Fusion/?)+$")
 """``/QuickGeluFusion/``, ``/GatherSliceToSplitFusion``: ORT's transformers name a fused
 node ``<replaced node's name>/<Transformer name>/`` (onnxruntime/core/optimizer/
-quick_gelu_fusion.cc and siblings: ``graph.GenerateNodeName(node.Name() + "/QuickGeluFusion/")``)."""
+quick_gelu_fusion.cc and siblings name it with ``graph.GenerateNodeName``)."""
 
 
 def _candidates(name: str) -> list[str]:

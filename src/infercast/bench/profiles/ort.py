@@ -175,7 +175,7 @@ def with_node_outputs(profile: Profile, optimized_model: str | Path) -> Profile:
         import onnx
 
         model = onnx.load(str(optimized_model), load_external_data=False)
-    except Exception:  # noqa: BLE001 - the mapping falls back to names alone
+    except Exception:
         return profile
     outputs = {n.name: tuple(o for o in n.output if o) for n in model.graph.node}
     ops = tuple(

@@ -102,9 +102,7 @@ class OrtSession:
             if raw_dir is not None:
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copy(path, raw_dir / path.name)
-            return with_node_outputs(
-                read_ort_profile(path, skip_runs=1), tmp / "optimized.onnx"
-            )
+            return with_node_outputs(read_ort_profile(path, skip_runs=1), tmp / "optimized.onnx")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

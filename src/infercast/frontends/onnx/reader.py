@@ -398,7 +398,7 @@ def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> 
         _set_input_shapes(trial, shapes, inputs)
         onnx.shape_inference.infer_shapes(trial, check_type=False, strict_mode=True, data_prop=True)
         graph = _build(path, trial, {})
-    except Exception:  # noqa: BLE001 - any failure: the guess is not offered
+    except Exception:
         return False
     for node in graph.nodes:
         for out in node.outputs:

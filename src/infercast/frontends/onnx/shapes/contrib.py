@@ -29,9 +29,7 @@ rule(
     *(MS + name for name in c.QUNARY),
 )(c.same_shape)  # fmt: skip
 rule("simplified_layer_normalization")(c.simplified_layer_norm_shape)
-rule(MS + "skip_layer_normalization", MS + "skip_simplified_layer_normalization")(
-    c.skip_norm_shape
-)
+rule(MS + "skip_layer_normalization", MS + "skip_simplified_layer_normalization")(c.skip_norm_shape)
 rule(MS + "embed_layer_normalization")(c.infer(c.embed_shapes))
 rule(MS + "attention")(c.infer(c.attention_shapes))
 rule(MS + "multi_head_attention")(c.infer(c.mha_shapes))
