@@ -1,6 +1,6 @@
 """Memory: activation lifetimes, the arena plan, the peak, and weight bytes.
 
-``plan_memory(model)`` answers "will it fit" before deployment:
+:func:`plan_graph` answers "will it fit" before deployment:
 
 * **activation_lower_bound_bytes** — the largest total size of tensors alive
   at the same step (no arena can be smaller), and where it occurs: the step,
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from infercast.analysis.lifetimes import (
     Lifetimes,
@@ -39,7 +38,7 @@ from infercast.analysis.lifetimes import (
 )
 from infercast.analysis.planner import align_up, plan_offsets
 from infercast.errors import InfercastError
-from infercast.ir.graph import Graph, Shape
+from infercast.ir.graph import Graph
 
 
 @dataclass(frozen=True)
@@ -250,18 +249,3 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         persistent_bytes=persistent,
         notes=tuple(notes),
     )
-
-
-def plan_memory(
-    model: str | Path | Graph,
-    input_shapes: Mapping[str, Shape] | None = None,
-    *,
-    alignment: int = 16,
-    in_place: bool = False,
-) -> MemoryAnalysis:
-    """Load ``model`` (a path or a :class:`Graph`) and analyse its memory."""
-    if isinstance(model, Graph):
-        return plan_graph(model, alignment=alignment, in_place=in_place)
-    from infercast.frontends import load
-
-    return plan_graph(load(model, input_shapes), alignment=alignment, in_place=in_place)
