@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from infercast.analysis.memory import MemoryAnalysis, plan_graph
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
+from infercast.ir.labels import Placement, Processor
 from infercast.ops.registry import weight_inputs
 from infercast.targets import constraints as C
 from infercast.targets.schema import Check, Target
@@ -50,7 +51,7 @@ class LayerPlacement:
     name: str
     op: str
     native_op: str
-    placement: str
+    placement: Placement
     unit: str
     reasons: tuple[Reason, ...]
     notes: tuple[Reason, ...]
@@ -59,14 +60,14 @@ class LayerPlacement:
     folded: bool = False
 
     @property
-    def processor(self) -> str:
+    def processor(self) -> Processor:
         return "cpu" if self.placement == "cpu" else "accelerator"
 
 
 @dataclass(frozen=True)
 class Segment:
     index: int
-    processor: str
+    processor: Processor
     unit: str
     first_layer: int
     last_layer: int
@@ -77,8 +78,8 @@ class Segment:
 class CrossingItem:
     tensor: str
     bytes: int | None
-    source: str
-    destination: str
+    source: Processor
+    destination: Processor
     producer: int | None
     """Index of the producing layer; None for a model input."""
     consumers: tuple[int, ...]
@@ -222,7 +223,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
     in_bytes, out_bytes = _bytes(ins), _bytes(graph.output_tensors(node))
 
     def make(
-        placement: str,
+        placement: Placement,
         unit: str,
         reasons: tuple[Reason, ...],
         notes: tuple[Reason, ...] = (),
@@ -244,7 +245,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
 
     fallback = target.placement.fallback
     ctx = _context(target)
-    if node.attrs.get("folded"):
+    if node.folded:
         return make("cpu", fallback, (Reason("folded", "cpu", C.FOLDED, ""),), folded=True)
     accel = target.placement.accelerator
     if accel is None:
@@ -339,8 +340,8 @@ def _crossings(graph: Graph, layers: list[LayerPlacement], has_accel: bool) -> l
         if t is None or t.is_constant:
             continue
         prod = producers.get(name)
-        src = proc.get(prod, "cpu") if prod is not None else "cpu"
-        by_proc: dict[str, list[int]] = {}
+        src: Processor = proc.get(prod, "cpu") if prod is not None else "cpu"
+        by_proc: dict[Processor, list[int]] = {}
         for c in consumers.get(name, ()):
             if c in proc:
                 by_proc.setdefault(proc[c], []).append(c)
@@ -356,7 +357,7 @@ def _fit(
     graph: Graph, layers: list[LayerPlacement], target: Target, arena_bytes: Callable[[], int]
 ) -> dict[str, MemoryFit]:
     on_acc = {ly.index for ly in layers if not ly.folded and ly.processor == "accelerator"}
-    live = [n for n in graph.nodes if not n.attrs.get("folded")]
+    live = [n for n in graph.nodes if not n.folded]
 
     def unique_weight_bytes(nodes: list[Node]) -> int:
         seen: dict[str, int] = {}
