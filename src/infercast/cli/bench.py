@@ -122,6 +122,25 @@ def thread_counts(values: list[str] | None) -> list[int | None]:
     return out
 
 
+def runtimes_and_sweeps(
+    runtime: list[str] | None,
+    ort_opt: list[str] | None,
+    xnnpack: list[str] | None,
+    tvm_tune_trials: list[str] | None,
+) -> tuple[list[str] | None, dict[str, list[str]]]:
+    """The runtimes to run (None: the model format's default) and the options swept."""
+    given = {
+        "ort.opt_level": ort_opt,
+        "litert.xnnpack": xnnpack,
+        "tvm.tune_trials": tvm_tune_trials,
+    }
+    sweeps = {k: split(v) for k, v in given.items() if v}
+    names = split(runtime) or None
+    if names is None and sweeps:
+        names = sorted({k.split(".", 1)[0] for k in sweeps})
+    return names, sweeps
+
+
 def bench(
     model: ModelArg,
     runtime: RuntimeOpt = None,
@@ -162,16 +181,7 @@ def bench(
     tgt = api.load_target(target) if target is not None and peak_gmacs is None else None
     files = parse_input_files(inputs or [])
     out = Output(output, [model, *(tgt.chain if tgt else ()), *files.values()])
-    sweeps: dict[str, list[str]] = {}
-    if ort_opt:
-        sweeps["ort.opt_level"] = split(ort_opt)
-    if xnnpack:
-        sweeps["litert.xnnpack"] = split(xnnpack)
-    if tvm_tune_trials:
-        sweeps["tvm.tune_trials"] = split(tvm_tune_trials)
-    names = split(runtime) or None
-    if names is None and sweeps:
-        names = sorted({k.split(".", 1)[0] for k in sweeps})
+    names, sweeps = runtimes_and_sweeps(runtime, ort_opt, xnnpack, tvm_tune_trials)
     timing = TimingConfig(
         warmup_runs=warmup, min_runs=max(min_runs, 1), min_time_s=min_time, max_time_s=max_time
     )
@@ -203,8 +213,6 @@ def bench(
     elif fmt is Format.csv:
         out.text(rep.to_csv(result))
     else:
-        from rich.console import Group
-
-        out.rich(Group(*rep.render_tables(result, top=top)))
+        out.rich(rep.render_group(result, top=top))
     if result.failed:
         raise SystemExit(EXIT_NOT_OK)

@@ -9,7 +9,7 @@ Two ways in:
   per-call overhead (:mod:`infercast.estimate.fit`).
 * :func:`calibrate_profiles` -- from per-op profiles measured elsewhere (a
   board without infercast): each profiled op is a sample
-  (:mod:`infercast.estimate.profiles`); the per-call overhead is not in a
+  (:mod:`infercast.bench.profiles`); the per-call overhead is not in a
   per-op profile and keeps its value.
 
 Either way the result is a TOML target file that ``extends`` the original

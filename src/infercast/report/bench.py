@@ -301,6 +301,13 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
     return out
 
 
+def render_group(rep: BenchReport, top: int = 10) -> Any:
+    """:func:`render_tables` as one renderable."""
+    from rich.console import Group
+
+    return Group(*render_tables(rep, top=top))
+
+
 def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
     from rich.table import Table
 
