@@ -24,10 +24,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import infercast
 from headless import Browser, find_chromium, png_colours
+from infercast.api import estimate
 from infercast.bench.join import INTERNAL, join
 from infercast.bench.profiles import read_profile
 from infercast.cli import main
-from infercast.estimate.forecast import estimate
 from infercast.report.html import html_report
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,9 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import infercast
 from infercast.cli import main
-from infercast.report.estimate import human_seconds
 from infercast.report.names import LABEL_WIDTH, graph_labels, layer_labels
-from infercast.report.units import human_bytes, human_count
+from infercast.report.units import human_bytes, human_count, human_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "tests" / "data" / "profiles" / "ort_convs_opt_all.json"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from infercast.cli.common import InputShapeOpt, ModelArg, progress
+from infercast.cli.common import InputShapeOpt, ModelArg, Output, progress
 
 TargetsOpt = Annotated[
     list[str] | None,
@@ -56,12 +56,17 @@ def report(
         raise InfercastError(
             f"-o {output}: the report is an HTML file", "name it with .html, e.g. -o report.html"
         )
+    import infercast.api as api
+
+    targets = [api.load_target(t) for t in dict.fromkeys(target or [])]
+    chains = [p for t in targets for p in (t.path, *t.chain)]
+    out = Output(output, [model, profile, whatif, *chains])
     text = html_report(
         model,
-        list(dict.fromkeys(target or [])),
+        targets,
         input_shapes=parse_input_shapes(input_shape or []),
         profile=profile,
         whatif=whatif,
-        output=output,
     )
+    out.text(text)
     progress(f"wrote {output} ({len(text.encode()):,} bytes)")

@@ -56,7 +56,7 @@ class Cell:
     style: str = ""
 
 
-def cell(text: object, sort: float | str | None = None, style: str = "") -> Cell:
+def entry(text: object, sort: float | str | None = None, style: str = "") -> Cell:
     """A cell showing ``text`` (escaped: control characters as ``\\x1b``)."""
     return Cell(shown(text), sort, style)
 
@@ -274,9 +274,9 @@ def by_op_grid(
     cols += [Col(k, h, prio=1) for k, h, _f in fields]
     out: list[Row] = []
     for op, count, values in rows:
-        r: dict[str, Cell] = {"op": cell(op, op), "count": cell(count, count)}
+        r: dict[str, Cell] = {"op": entry(op, op), "count": entry(count, count)}
         for k, _h, f in fields:
-            r[k] = cell(f(values[k]), values[k])
+            r[k] = entry(f(values[k]), values[k])
         out.append(r)
     return Grid(cols, out, title=title, noun="ops")
 

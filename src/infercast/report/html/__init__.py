@@ -112,30 +112,28 @@ def html_report(
     ``whatif``: a what-if result (its ``to_dict()``, the JSON document, or a path to
     it): the variant table. Returns the HTML; writes it to ``output`` when given.
     """
-    from infercast.analysis.cost import analyze_graph
-    from infercast.analysis.memory import plan_graph
-    from infercast.estimate.forecast import estimate
-    from infercast.frontends import load
-    from infercast.targets import load_target
+    import infercast.api as api
 
-    graph = model if isinstance(model, Graph) else load(model, input_shapes)
-    analysis = analyze_graph(graph)
-    memory = plan_graph(graph)
-    loaded = [t if isinstance(t, Target) else load_target(t) for t in targets]
-    forecasts = [estimate(graph, t) for t in loaded]
+    # load once; every stage once, on the graph and the earlier stages' results
+    loaded = [t if isinstance(t, Target) else api.load_target(t) for t in targets]
+    whatif_doc = _whatif_dict(whatif)  # bad input is reported before the work
+    graph = model if isinstance(model, Graph) else api.load(model, input_shapes)
+    memory = api.plan_memory(graph)
+    analysis = api.analyze(graph, memory=memory)
+    forecasts = [
+        api.estimate(graph, t, analysis=analysis, placement=api.check(graph, t, memory=memory))
+        for t in loaded
+    ]
     joined = None
     if profile is not None:
-        from infercast.bench.join import join
-        from infercast.bench.profiles import read_profile
-
-        joined = join(analysis, read_profile(profile, profile_kind))
+        joined = api.profile_import(profile, graph, kind=profile_kind, analysis=analysis)
     inputs = ReportInputs(
         analysis=analysis,
         memory=memory,
         forecasts=tuple(forecasts),
         joined=joined,
         profile_source=str(profile) if profile is not None else "",
-        whatif=_whatif_dict(whatif),
+        whatif=whatif_doc,
     )
     text = render_html(inputs)
     if output is not None:

@@ -19,7 +19,6 @@ from infercast.analysis.cost import Analysis, LayerCost
 from infercast.analysis.memory import MemoryAnalysis
 from infercast.bench.join import INTERNAL, Joined
 from infercast.estimate.forecast import Forecast, LayerForecast
-from infercast.report.estimate import human_seconds
 from infercast.report.html.charts import (
     Chart,
     Frame,
@@ -37,9 +36,10 @@ from infercast.report.html.charts import (
     y_ticks,
 )
 from infercast.report.names import graph_labels
+from infercast.report.placement import crossings_dict
 from infercast.report.summaries import group_reasons, split_line
 from infercast.report.text import shown
-from infercast.report.units import human_bytes, human_count
+from infercast.report.units import human_bytes, human_count, human_seconds
 from infercast.targets.placement import PlacementReport
 from infercast.targets.schema import Target
 
@@ -642,7 +642,7 @@ def placement_map(report: PlacementReport, labels: Mapping[int, str]) -> Chart:
                 f"{c.source} → {c.destination}",
             }
         )
-    cr = report.crossings_dict()
+    cr = crossings_dict(report)
     legend = [{"cls": f"p-{p}", "label": p, "shape": "box"} for p in PLACEMENTS if p in present]
     if lines:
         legend.append({"cls": "crossing", "label": "crossing", "shape": "line"})
@@ -814,7 +814,7 @@ def comparison(forecasts: Sequence[Forecast]) -> list[Mark]:
     for fc in forecasts:
         p = fc.placement
         c = p.counts()
-        cr = p.crossings_dict()
+        cr = crossings_dict(p)
         u = uncertainty(fc.target)
         out.append(
             {

@@ -1,5 +1,5 @@
 """Renderers of a :class:`~infercast.bench.BenchReport` (JSON ``infercast.bench/1``, CSV,
-terminal tables) and of an imported profile joined with a model.
+terminal tables) and of a per-op profile joined with a model (``infercast.profile/1``).
 
 JSON contract (``docs/bench.md``): ``schema``, ``model``, ``environment``,
 ``runs`` (one per run: ``runtime``, ``threads``, ``options``, ``status``,
@@ -11,23 +11,71 @@ within a version.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from infercast import __version__
+from infercast._version import __version__
 from infercast.bench import BenchReport
 from infercast.bench.harness import RunResult
-from infercast.bench.join import INTERNAL, Joined
+from infercast.bench.join import INTERNAL, Joined, JoinedRow
 from infercast.report.summaries import op_summary
-from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, by_op_grid, cell
-from infercast.report.text import shown
+from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, by_op_grid, entry
+from infercast.report.text import cell, csv_text, shown
 from infercast.report.units import human_count
 
 SCHEMA = "infercast.bench/1"
 PROFILE_SCHEMA = "infercast.profile/1"
+
+
+def row_dict(r: JoinedRow) -> dict[str, Any]:
+    """One measured unit of a joined profile."""
+    return {
+        "index": r.index,
+        "name": r.name,
+        "op": r.op,
+        "measured_s": r.measured_s,
+        "share": r.share,
+        "macs": r.macs,
+        "flops": r.flops,
+        "achieved_macs_per_s": r.achieved_macs_per_s,
+        "achieved_flops_per_s": r.achieved_flops_per_s,
+        "pct_of_peak": r.pct_of_peak,
+        "layers": list(r.layers),
+        "layer_names": list(r.layer_names),
+        "mapping": r.mapping,
+        "provider": r.provider,
+        "count": r.count,
+        "note": r.note,
+    }
+
+
+def join_dict(j: Joined) -> dict[str, Any]:
+    """The summary of a joined profile (``profile_summary`` of a bench run)."""
+    return {
+        "source": j.source,
+        "whole_s": j.whole_s,
+        "profile_whole_s": j.profile_whole_s,
+        "ops_total_s": j.ops_total_s,
+        "sum_vs_whole": j.sum_vs_whole,
+        "sum_vs_profile_whole": j.sum_vs_profile_whole,
+        "mapped_share": j.mapped_share,
+        "total_macs": j.total_macs,
+        "total_flops": j.total_flops,
+        "achieved_macs_per_s": j.achieved_macs_per_s,
+        "achieved_flops_per_s": j.achieved_flops_per_s,
+        "peak_macs_per_s": j.peak_macs_per_s,
+        "pct_of_peak": j.pct_of_peak,
+        "runs": j.runs,
+        "statistic": j.statistic,
+        "outside": j.outside,
+        "notes": list(j.notes),
+        "hotspots": [r.name for r in j.hotspots()],
+        "unaccounted_layers": [
+            {"index": u.index, "name": u.name, "op": u.op, "macs": u.macs, "status": u.status}
+            for u in j.unaccounted
+        ],
+    }
 
 
 def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> dict[str, Any]:
@@ -75,8 +123,8 @@ def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> di
         d["profile_error"] = r.profile_error
     j = rep.joins.get(i)
     if j is not None:
-        d["profile_summary"] = j.to_dict()
-        d["profile"] = [row.to_dict() for row in j.rows]
+        d["profile_summary"] = join_dict(j)
+        d["profile"] = [row_dict(row) for row in j.rows]
     return d
 
 
@@ -146,37 +194,43 @@ _RUN_COLS = [
 ]
 
 
-def _cell(v: Any) -> Any:
+def _flat(v: Any) -> Any:
     if isinstance(v, dict):
         return ";".join(f"{k}={x}" for k, x in v.items())
     if isinstance(v, list):
         return " ".join(str(x) for x in v)
-    return "" if v is None else v
+    return v
+
+
+def run_records(rep: BenchReport) -> list[dict[str, Any]]:
+    """One flat dict per run (the CSV's rows without profiles)."""
+    return [{c: _flat(run.get(c)) for c in _RUN_COLS} for run in to_dict(rep)["runs"]]
+
+
+def profile_records(rep: BenchReport) -> list[dict[str, Any]]:
+    """One flat dict per measured unit of every profiled run, with the run's identity."""
+    out = []
+    for i, run in enumerate(to_dict(rep)["runs"]):
+        for row in run.get("profile", []):
+            out.append(
+                {
+                    "run": i,
+                    "runtime": run["runtime"],
+                    "threads": run["threads"],
+                    "options": _flat(run["options"]),
+                    **{c: _flat(row.get(c)) for c in _PROFILE_COLS},
+                }
+            )
+    return out
 
 
 def to_csv(rep: BenchReport) -> str:
     """Runs, one per line; with profiles, the per-op rows of every profiled run instead."""
-    d = to_dict(rep)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
     if rep.joins:
-        w.writerow(["run", "runtime", "threads", "options", *_PROFILE_COLS])
-        for i, run in enumerate(d["runs"]):
-            for row in run.get("profile", []):
-                w.writerow(
-                    [
-                        i,
-                        run["runtime"],
-                        run["threads"],
-                        _cell(run["options"]),
-                        *[_cell(row.get(c)) for c in _PROFILE_COLS],
-                    ]
-                )
-    else:
-        w.writerow(_RUN_COLS)
-        for run in d["runs"]:
-            w.writerow([_cell(run.get(c)) for c in _RUN_COLS])
-    return buf.getvalue()
+        return csv_text(
+            ["run", "runtime", "threads", "options", *_PROFILE_COLS], profile_records(rep)
+        )
+    return csv_text(_RUN_COLS, run_records(rep))
 
 
 def _ms(s: float | None) -> str:
@@ -215,19 +269,19 @@ def runs_grid(rep: BenchReport) -> Grid:
         opts = ",".join(f"{k}={v}" for k, v in (r.resolved_options or r.spec.options).items())
         rows.append(
             {
-                "runtime": cell(r.spec.runtime),
-                "threads": cell("default" if r.spec.threads is None else r.spec.threads),
-                "options": cell(opts),
-                "status": cell(r.status, r.status, "green" if r.ok else "bold red"),
-                "first": cell(_ms(r.first_s), r.first_s),
-                "median": cell(_ms(s.median_s if s else None), s.median_s if s else None),
-                "ci": cell(f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-"),
-                "p90": cell(_ms(s.p90_s if s else None), s.p90_s if s else None),
-                "p99": cell(_ms(s.p99_s if s else None), s.p99_s if s else None),
-                "n": cell(s.n if s else 0, s.n if s else 0),
-                "gmacs": cell(_rate(ach), ach),
-                "peak": cell(f"{100 * ach / peak:.1f}" if (ach and peak) else "-"),
-                "note": cell("fastest" if i == fastest else "", None, "bold"),
+                "runtime": entry(r.spec.runtime),
+                "threads": entry("default" if r.spec.threads is None else r.spec.threads),
+                "options": entry(opts),
+                "status": entry(r.status, r.status, "green" if r.ok else "bold red"),
+                "first": entry(_ms(r.first_s), r.first_s),
+                "median": entry(_ms(s.median_s if s else None), s.median_s if s else None),
+                "ci": entry(f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-"),
+                "p90": entry(_ms(s.p90_s if s else None), s.p90_s if s else None),
+                "p99": entry(_ms(s.p99_s if s else None), s.p99_s if s else None),
+                "n": entry(s.n if s else 0, s.n if s else 0),
+                "gmacs": entry(_rate(ach), ach),
+                "peak": entry(f"{100 * ach / peak:.1f}" if (ach and peak) else "-"),
+                "note": entry("fastest" if i == fastest else "", None, "bold"),
             }
         )
     title = f"{shown(rep.model)}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})"
@@ -242,7 +296,6 @@ def render_tables(
     labels: Mapping[int, str] | None = None,
 ) -> list[Any]:
     """The runs table, failures, then each per-op profile (top ``top`` by time, or by op)."""
-    from rich.text import Text
 
     out: list[Any] = [FitTable(runs_grid(rep))]
     for r in rep.runs:
@@ -253,11 +306,9 @@ def render_tables(
             line += f": {r.error}"
             if r.stderr_tail and r.status in ("crashed", "timeout"):
                 line += f" | stderr: {r.stderr_tail[-1]}"
-            out.append(Text(shown(line), style="red"))
+            out.append(cell(line, style="red"))
         elif r.profile_error:
-            out.append(
-                Text(shown(f"{r.spec.label}: profile failed: {r.profile_error}"), style="yellow")
-            )
+            out.append(cell(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
     for i, j in rep.joins.items():
         out.extend(
             render_join(
@@ -270,8 +321,21 @@ def render_tables(
             )
         )
     for n in rep.notes:
-        out.append(Text(shown(n), style="yellow"))
+        out.append(cell(n, style="yellow"))
     return out
+
+
+def render_group(
+    rep: BenchReport,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> Any:
+    """:func:`render_tables` as one renderable."""
+    from rich.console import Group
+
+    return Group(*render_tables(rep, top=top, opts=opts, by_op=by_op, labels=labels))
 
 
 JOIN_COLUMNS = [
@@ -295,17 +359,17 @@ def join_grid(j: Joined, labels: Mapping[int, str] | None = None) -> Grid:
         name = labels.get(r.index, r.name) if (labels and r.index is not None) else r.name
         rows.append(
             {
-                "index": cell("-" if r.index is None else r.index, r.index),
-                "name": cell(name, name),
-                "op": cell(r.op, r.op),
-                "ms": cell(_ms(r.measured_s), r.measured_s),
-                "share": cell(f"{100 * r.share:.1f}", r.share),
-                "macs": cell(human_count(r.macs) if r.macs is not None else "-", r.macs),
-                "gmacs": cell(_rate(r.achieved_macs_per_s), r.achieved_macs_per_s),
-                "peak": cell(
+                "index": entry("-" if r.index is None else r.index, r.index),
+                "name": entry(name, name),
+                "op": entry(r.op, r.op),
+                "ms": entry(_ms(r.measured_s), r.measured_s),
+                "share": entry(f"{100 * r.share:.1f}", r.share),
+                "macs": entry(human_count(r.macs) if r.macs is not None else "-", r.macs),
+                "gmacs": entry(_rate(r.achieved_macs_per_s), r.achieved_macs_per_s),
+                "peak": entry(
                     f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-", r.pct_of_peak
                 ),
-                "layers": cell(
+                "layers": entry(
                     (r.note or "")
                     if not r.layers
                     else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else "")
@@ -336,7 +400,6 @@ def render_join(
     by_op: bool = False,
     labels: Mapping[int, str] | None = None,
 ) -> list[Any]:
-    from rich.text import Text
 
     parts: list[Any] = []
     summ = (
@@ -354,16 +417,16 @@ def render_join(
         summ += f"; overall {_rate(j.achieved_macs_per_s)} GMAC/s"
     if j.pct_of_peak is not None:
         summ += f" = {j.pct_of_peak:.1f}% of peak"
-    parts.append(Text(shown(summ)))
+    parts.append(cell(summ))
     o = opts or TableOptions()
     if o.top is None:
         o = replace(o, top=top)
     grid = join_op_grid(j) if by_op else join_grid(j, labels)
     parts.append(FitTable(grid, o))
     if j.outside:
-        parts.append(Text(shown(f"outside the per-op sum: {j.outside}"), style="dim"))
+        parts.append(cell(f"outside the per-op sum: {j.outside}", style="dim"))
     for n in j.notes:
-        parts.append(Text(shown(n), style="dim"))
+        parts.append(cell(n, style="dim"))
     return parts
 
 
@@ -373,28 +436,15 @@ def joined_to_dict(j: Joined, model: str, file: str) -> dict[str, Any]:
         "infercast": __version__,
         "model": model,
         "file": file,
-        **j.to_dict(),
-        "profile": [r.to_dict() for r in j.rows],
+        **join_dict(j),
+        "profile": [row_dict(r) for r in j.rows],
     }
 
 
+def joined_records(j: Joined) -> list[dict[str, Any]]:
+    """One flat dict per measured unit of a joined profile (the CSV's rows)."""
+    return [{c: _flat(v) for c, v in row_dict(r).items() if c in _PROFILE_COLS} for r in j.rows]
+
+
 def joined_to_csv(j: Joined) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_PROFILE_COLS)
-    for r in j.rows:
-        d = r.to_dict()
-        w.writerow([_cell(d.get(c)) for c in _PROFILE_COLS])
-    return buf.getvalue()
-
-
-__all__ = [
-    "INTERNAL",
-    "SCHEMA",
-    "joined_to_csv",
-    "joined_to_dict",
-    "render_join",
-    "render_tables",
-    "to_csv",
-    "to_dict",
-]
+    return csv_text(_PROFILE_COLS, joined_records(j))
