@@ -154,7 +154,7 @@ def test_report_with_profile_and_crossings(
 ) -> None:
     model = edge_dir / "convs_5x5_7x7.onnx"
     page = tmp_path / "convs.html"
-    html_report(model, ["rpi4-cpu", "k210-kpu"], profile=PROFILE, output=page)
+    infercast.html_report(model, ["rpi4-cpu", "k210-kpu"], profile=PROFILE, output=page)
     _open(browser, page)
     assert browser.log.errors == []
     assert browser.log.requests == [page.resolve().as_uri()]

@@ -348,6 +348,7 @@ JOIN_COLUMNS = [
     Col("gmacs", "GMAC/s", prio=1),
     Col("peak", "% peak", prio=2),
     Col("layers", "layers", numeric=False, prio=3, min_width=8),
+    Col("kernel", "profiled as", numeric=False, prio=4, min_width=12),
 ]
 
 
@@ -369,6 +370,7 @@ def join_grid(j: Joined, labels: Mapping[int, str] | None = None) -> Grid:
                 "peak": entry(
                     f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-", r.pct_of_peak
                 ),
+                "kernel": entry(r.name, r.name),
                 "layers": entry(
                     (r.note or "")
                     if not r.layers

@@ -36,6 +36,16 @@ def _middle_cut(s: str, width: int) -> str:
     return s[:head] + "…" + s[-tail:]
 
 
+def _head_cut(s: str, width: int) -> str:
+    """Cut keeping the first path segment whole (the layer's scope: ``conv2d_5/…ernel``)."""
+    if len(s) <= width or "/" not in s:
+        return _middle_cut(s, width)
+    head = s.split("/", 1)[0] + "/"
+    if len(head) > width - 6:
+        return _middle_cut(s, width)
+    return head + "…" + s[-(width - len(head) - 1) :]
+
+
 def _common_scope(paths: list[list[str]]) -> int:
     """How many leading segments every multi-segment path shares (always leaving one)."""
     multi = [p for p in paths if len(p) > 1]
@@ -60,9 +70,16 @@ def layer_labels(
     pre = [shown(p) for p in prefixes] if prefixes is not None else [""] * len(names)
     paths = [(shown(n).split(";", 1)[0] or shown(n) or "?").split("/") for n in names]
     scope = _common_scope(paths)
+    full = ["/".join(p[scope:] if len(p) > scope else p[-1:]) for p in paths]
+    room = [max(width - len(x), 8) for x in pre]
+    base = [x + _middle_cut(f, r) for x, f, r in zip(pre, full, room, strict=True)]
+    # labels that the middle cut made equal while the names differ: keep the scope whole
+    seen_full: dict[str, set[str]] = {}
+    for b, f in zip(base, full, strict=True):
+        seen_full.setdefault(b, set()).add(f)
     base = [
-        x + _middle_cut("/".join(p[scope:] if len(p) > scope else p[-1:]), max(width - len(x), 8))
-        for x, p in zip(pre, paths, strict=True)
+        x + _head_cut(f, r) if len(seen_full[b]) > 1 else b
+        for b, x, f, r in zip(base, pre, full, room, strict=True)
     ]
     counts: dict[str, int] = {}
     for b in base:
