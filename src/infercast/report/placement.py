@@ -164,7 +164,7 @@ def _layers_table(report: PlacementReport) -> Any:
     table = Table(show_lines=False, expand=False)
     for col in ("#", "layer", "op", "placement", "unit", "reasons"):
         table.add_column(col, overflow="fold")
-    for ly in report.layers:
+    for ly in () if report.format_mismatch else report.layers:
         why = "; ".join(reason_line(r) for r in (*ly.reasons, *ly.notes))
         name = ly.name if len(ly.name) <= 48 else "…" + ly.name[-47:]
         table.add_row(

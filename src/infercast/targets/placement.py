@@ -127,6 +127,11 @@ class PlacementReport:
         return self.target.placement.accelerator is not None
 
     @property
+    def format_mismatch(self) -> bool:
+        """The accelerator's toolchain reads another model format: nothing is placed on it."""
+        return format_mismatch(self.graph, self.target)
+
+    @property
     def inference_layers(self) -> list[LayerPlacement]:
         return [ly for ly in self.layers if not ly.folded]
 
@@ -188,6 +193,22 @@ def _bytes(ts: list[Tensor]) -> int | None:
 # --------------------------------------------------------------------------- #
 
 
+def format_mismatch(graph: Graph, target: Target) -> bool:
+    """True when the target's accelerator takes TFLite models and ``graph`` is not one."""
+    return (
+        target.placement.accelerator is not None
+        and target.placement.op_names == "tflite"
+        and graph.format != "tflite"
+    )
+
+
+FORMAT_MISMATCH = (
+    "the {accelerator} runs TFLite models only (its toolchain reads .tflite files) and this "
+    "is a{an} {format} model: every layer runs on the {fallback}; convert the model to TFLite "
+    "to see what the {accelerator} would run"
+)
+
+
 def op_key(node: Node, graph: Graph, target: Target) -> str | None:
     """The name the target's support list uses for ``node`` (None: no name applies)."""
     if target.placement.op_names == "tflite":
@@ -216,7 +237,9 @@ def _evaluate(view: C.NodeView, checks: list[Check], target: Target) -> list[Rea
     return out
 
 
-def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
+def _place_node(graph: Graph, node: Node, target: Target, *, placed: bool = True) -> LayerPlacement:
+    """Where ``node`` runs and why; ``placed=False``: on the fallback, with no
+    per-layer reason (the report states the one reason, e.g. a format mismatch)."""
     ins = [
         t for t in dict.fromkeys(graph.input_tensors(node)) if t is not None and not t.is_constant
     ]
@@ -248,7 +271,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
     if node.folded:
         return make("cpu", fallback, (Reason("folded", "cpu", C.FOLDED, ""),), folded=True)
     accel = target.placement.accelerator
-    if accel is None:
+    if accel is None or not placed:
         return make("cpu", fallback, ())
     sup = target.support
     key = op_key(node, graph, target)
@@ -419,10 +442,20 @@ def place(graph: Graph, target: Target, *, memory: MemoryAnalysis | None = None)
     if not isinstance(tgt, Target):
         raise TypeError(f"place() takes a loaded Target, not {type(tgt).__name__}")
     dev = device_graph(graph, tgt)
-    layers = [_place_node(dev, node, tgt) for node in dev.nodes]
+    notes = []
+    if format_mismatch(graph, tgt):
+        # One statement for the whole model, not "does not run this operator" per layer.
+        notes.append(
+            FORMAT_MISMATCH.format(
+                **_context(tgt), format=graph.format.upper(),
+                an="n" if graph.format.upper()[:1] in "AEIOU" else "",
+            )
+        )  # fmt: skip
+        layers = [_place_node(dev, node, tgt, placed=False) for node in dev.nodes]
+    else:
+        layers = [_place_node(dev, node, tgt) for node in dev.nodes]
     if tgt.placement.segments == "single" and tgt.placement.accelerator:
         layers = _single_segment(layers, tgt)
-    notes = []
     if graph.subgraphs:
         notes.append(
             f"{len(graph.subgraphs)} subgraph(s) (loop / branch bodies) run with the op that calls "
