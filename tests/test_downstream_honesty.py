@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 import infercast
+from infercast import check as place
 from infercast.bench.inputs import make_inputs
 from infercast.bench.join import join
 from infercast.bench.runtimes.ort import OrtRuntime
 from infercast.cli import main
-from infercast.targets.placement import place
 
 
 def test_check_onnx_on_a_tflite_only_target_names_the_format_once(
