@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 import infercast
-from infercast import check as place
 from infercast.bench.inputs import make_inputs
 from infercast.bench.join import join
 from infercast.bench.runtimes.ort import OrtRuntime
