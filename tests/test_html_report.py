@@ -28,7 +28,6 @@ from infercast.api import estimate
 from infercast.bench.join import INTERNAL, join
 from infercast.bench.profiles import read_profile
 from infercast.cli import main
-from infercast.report.html import html_report
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "tests" / "data" / "profiles" / "ort_convs_opt_all.json"
@@ -205,7 +204,7 @@ def test_model_strings_shown_literally(browser: Browser, tmp_path: Path) -> None
     model = tmp_path / "evil.onnx"
     evil = _hostile_model(model)
     page = tmp_path / "evil.html"
-    html_report(model, ["k210-kpu"], output=page)
+    infercast.html_report(model, ["k210-kpu"], output=page)
     assert "<script>window.pwned" not in page.read_text()
     _open(browser, page)
     assert browser.log.errors == []

@@ -36,6 +36,7 @@ from infercast.api import (
     calibrate,
     check,
     estimate,
+    html_report,
     list_targets,
     load,
     plan_memory,
@@ -44,7 +45,6 @@ from infercast.api import (
 )
 from infercast.errors import InfercastError, ModelFileError, SymbolicShapeError
 from infercast.ir import DType, Graph, Node, Quantization, Tensor
-from infercast.report.html import html_report
 from infercast.targets import Target, load_target
 
 __all__ = [

@@ -48,7 +48,6 @@ def report(
     and a sortable, filterable table of layers.
     """
     from infercast.frontends import parse_input_shapes
-    from infercast.report.html import html_report
 
     if output.suffix.lower() not in (".html", ".htm"):
         from infercast.errors import InfercastError
@@ -61,7 +60,7 @@ def report(
     targets = [api.load_target(t) for t in dict.fromkeys(target or [])]
     chains = [p for t in targets for p in (t.path, *t.chain)]
     out = Output(output, [model, profile, whatif, *chains])
-    text = html_report(
+    text = api.html_report(
         model,
         targets,
         input_shapes=parse_input_shapes(input_shape or []),

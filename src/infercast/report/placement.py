@@ -262,7 +262,7 @@ def render_table(report: PlacementReport, opts: TableOptions | None = None) -> A
             reasons.append(f"[{n}] ", style=style)
             reasons.append(f"{shown(g.line())} ({g.outcome})")
             if g.examples:
-                reasons.append(f"\n    e.g. {shown(g.examples[0])}", style="dim")
+                reasons.append(f"\n    e.g. {shown('; '.join(g.examples))}", style="dim")
             reasons.append("\n")
         parts.append(reasons)
     segs = ", ".join(f"{s.processor}[{s.first_layer}-{s.last_layer}]" for s in report.segments)

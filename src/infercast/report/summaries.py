@@ -30,7 +30,9 @@ class ReasonGroup:
     """The common detail (the op name for "not in its supported list"); else empty."""
     layers: tuple[int, ...]
     examples: tuple[str, ...]
-    """Details of the first layers, where they differ per layer."""
+    """Distinct details of the first layers, where they differ per layer."""
+    rewrite: str = ""
+    """What the compiler turns a ``partial`` layer into (``Pad + KPU conv + Crop``)."""
 
     @property
     def count(self) -> int:
@@ -38,6 +40,8 @@ class ReasonGroup:
 
     def line(self) -> str:
         what = f"{self.text}: {self.detail}" if self.detail else self.text
+        if self.rewrite:
+            what += f" -> {self.rewrite}"
         n = self.count
         return f"{n} layer{'s' if n != 1 else ''}: {what}"
 
@@ -46,29 +50,31 @@ PER_DETAIL = frozenset({"op_listed", "single_segment"})
 """Checks whose detail names the cause itself (the op), so layers group by it."""
 
 
-def group_reasons(report: PlacementReport, examples: int = 2) -> list[ReasonGroup]:
+def group_reasons(report: PlacementReport, examples: int = 3) -> list[ReasonGroup]:
     """Every reason of ``report`` once, with its layers, the most frequent first.
 
     Layers folded at load are left out (they are not part of inference).
     """
-    order: list[tuple[str, str, str, str]] = []
-    layers: dict[tuple[str, str, str, str], list[int]] = {}
-    details: dict[tuple[str, str, str, str], list[str]] = {}
+    order: list[tuple[str, str, str, str, str]] = []
+    layers: dict[tuple[str, str, str, str, str], list[int]] = {}
+    details: dict[tuple[str, str, str, str, str], list[str]] = {}
     for ly in report.layers:
         if ly.folded:
             continue
         for r in (*ly.reasons, *ly.notes):
-            key = (r.check, r.outcome, r.text, r.detail if r.check in PER_DETAIL else "")
+            key = (r.check, r.outcome, r.text, r.detail if r.check in PER_DETAIL else "", r.rewrite)
             if key not in layers:
                 order.append(key)
                 layers[key] = []
                 details[key] = []
             layers[key].append(ly.index)
-            if r.check not in PER_DETAIL and r.detail and len(details[key]) < examples:
-                details[key].append(r.detail)
+            d = details[key]
+            if r.check not in PER_DETAIL and r.detail and r.detail not in d and len(d) < examples:
+                d.append(r.detail)
     rank = {"cpu": 0, "partial": 1, "note": 2}
     groups = [
-        ReasonGroup(k[0], k[1], k[2], k[3], tuple(layers[k]), tuple(details[k])) for k in order
+        ReasonGroup(k[0], k[1], k[2], k[3], tuple(layers[k]), tuple(details[k]), k[4])
+        for k in order
     ]
     groups.sort(key=lambda g: (rank.get(g.outcome, 3), -g.count))
     return groups

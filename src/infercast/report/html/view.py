@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infercast import __version__
+from infercast._version import __version__
 from infercast.analysis.cost import Analysis, LayerCost
 from infercast.analysis.memory import MemoryAnalysis
 from infercast.bench.join import INTERNAL, Joined
