@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from infercast.cli.bench import PeakGmacsOpt, peak_for
-from infercast.cli.common import Format, FormatOpt, InputShapeOpt, OutOpt, emit, render
+from infercast.cli.bench import PeakGmacsOpt
+from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
+    Format,
+    FormatOpt,
+    InputShapeOpt,
+    OutOpt,
+    Output,
+    SortOpt,
+    main_labels,
+    table_options,
+)
 from infercast.errors import InfercastError
 
 app = typer.Typer(help="Per-op profiles measured elsewhere.", no_args_is_help=True)
@@ -51,29 +61,41 @@ def profile_import(
     top: TopOpt = 10,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Join a per-op profile measured elsewhere with MODEL's static cost."""
-    from infercast.analysis.cost import analyze
-    from infercast.bench import report as rep
-    from infercast.bench.harness import RunSpec
-    from infercast.bench.join import join
-    from infercast.bench.profiles import KINDS, read_profile
+    import infercast.api as api
+    from infercast.bench.profiles import KINDS
     from infercast.frontends import parse_input_shapes
+    from infercast.report import bench as rep
 
     if kind is not None and kind not in KINDS:
         raise InfercastError(f"--kind '{kind}' is not one of {', '.join(KINDS)}")
-    shapes = parse_input_shapes(input_shape or [])
-    prof = read_profile(file, kind, skip_runs=skip_runs)
-    analysis = analyze(model, shapes or None)
-    peak_fn = peak_for(target, peak_gmacs, str(model), shapes)
-    peak = peak_fn(RunSpec(str(model), "imported", threads)) if peak_fn else None
-    joined = join(analysis, prof, peak_macs_per_s=peak)
+    tgt = api.load_target(target) if target is not None and peak_gmacs is None else None
+    out = Output(output, [file, model, *(tgt.chain if tgt else ())])
+    opts = table_options(columns, sort, None)
+    graph = api.load(model, parse_input_shapes(input_shape or []))
+    joined = api.profile_import(
+        file,
+        graph,
+        kind=kind,
+        skip_runs=skip_runs,
+        target=tgt,
+        peak_gmacs=peak_gmacs,
+        threads=threads,
+    )
     if fmt is Format.json:
-        emit(json.dumps(rep.joined_to_dict(joined, str(model), str(file)), indent=1), output)
+        out.json(joined.to_dict())
     elif fmt is Format.csv:
-        emit(rep.joined_to_csv(joined), output)
+        out.text(rep.joined_to_csv(joined))
     else:
         from rich.console import Group
 
         title = f"{file.name} on {model.name}"
-        render(Group(*rep.render_join(joined, title=title, top=top)), output)
+        labels = main_labels(graph)
+        parts = rep.render_join(
+            joined, title=title, top=top, opts=opts, by_op=by is not None, labels=labels
+        )
+        out.rich(Group(*parts))
