@@ -65,6 +65,8 @@ def test_committed_reproducers_are_what_the_script_writes(tmp_path: Path) -> Non
         assert p.read_bytes() == (OUT / p.name).read_bytes(), p.name
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.name}-{c.argv[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"{c.name}-{c.argv[0]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_reproducer(server: ForkServer, hostile_dir: Path, case: Case) -> None:
     _check(server, case, hostile_dir)

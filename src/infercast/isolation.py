@@ -69,7 +69,13 @@ def _limit_child(limits: Limits) -> None:  # pragma: no cover - runs in the chil
     import resource
 
     if limits.memory_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        # Never above a limit this process already has (raising a hard limit fails, and
+        # the child would not start at all under `prlimit --as`).
+        mem = limits.memory_bytes
+        for cap in resource.getrlimit(resource.RLIMIT_AS):
+            if cap != resource.RLIM_INFINITY:
+                mem = min(mem, cap)
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     if limits.cpu_s is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,38 +1,33 @@
-"""Run untrusted model content in a forked child, with time and memory limits.
+"""Run untrusted model content in a long-lived forked worker, with time and memory limits.
 
 A model file comes from a stranger. Whatever *executes* its content -- ONNX's
-C++ shape inference and reference evaluator, LiteRT's ``allocate_tensors`` --
-can crash (a mutated operator index is a SIGSEGV in LiteRT, a mutated graph one
-in ONNX's shape inference), loop (a regular expression that backtracks for
-ever) or allocate without bound (a 33 KB file whose constant folding asks for
-5 GB). Such a step runs in a child made by ``fork()``, which starts with the
-parent's modules already imported, sets its own limits and hands back a JSON
-answer; a crash, a hang or a runaway allocation becomes a :class:`SandboxError`
-the caller turns into one clear line (or a fallback), never the death of the
-calling process.
+C++ shape inference and reference evaluator -- can crash (a mutated graph is a
+SIGSEGV in ONNX's shape inference), loop (a regular expression that backtracks
+for ever) or allocate without bound (a 33 KB file whose constant folding asks
+for 5 GB). :func:`call_worker` sends such a step (a ``"module:function"`` name,
+JSON arguments and bytes) to a worker process forked at the first call, with
+the parent's modules already imported, and forked again after one dies; the
+answer is JSON. A crash, a hang or a runaway allocation becomes an
+:class:`~infercast.isolation.IsolatedError` the caller turns into one clear
+line (or a fallback), never the death of the calling process.
 
-Two ways, same limits and answers:
+This is the fast counterpart of :func:`infercast.isolation.run_isolated`
+(a fresh ``python`` per call, for runtimes such as LiteRT that run a whole
+model): every ONNX file is read through here, so a call costs 0.2 ms, not a
+Python start or a fork (a fork costs time in proportion to the parent's memory:
+20 ms for the CLI, 100 ms and more for a process holding many graphs).
 
-* :func:`run_forked` forks one child per call; it runs any function of the
-  parent's (the argument objects are the parent's own, nothing is copied).
-* :func:`call_worker` sends the call (a ``"module:function"`` name, JSON
-  arguments and bytes) to a long-lived child forked at the first call and
-  forked again after one dies. A fork costs time in proportion to the
-  parent's memory (20 ms for the CLI, 100 ms or more for a process holding many
-  graphs); ONNX files, read by every command, go this way.
+Limits (:class:`WorkerLimits`):
 
-Limits (:class:`Limits`):
-
-* ``time_s``: wall clock per call; the child is killed with SIGKILL past it;
-* ``memory_bytes``: added to the address space the child starts with and set as
-  its ``RLIMIT_AS`` (never above a limit the parent already has);
+* ``time_s``: wall clock per call; the worker is killed with SIGKILL past it;
+* ``memory_bytes``: added to the address space the worker starts with and set
+  as its ``RLIMIT_AS`` (never above a limit the parent already has);
 * no core files.
 
-The child's stdout goes to ``/dev/null`` and its stderr to a file the parent
-reads only to quote the last line in an error: runtime chatter (LiteRT's
-"INFO: Created TensorFlow Lite XNNPACK delegate") never reaches the terminal.
-Only JSON crosses back (no pickle): a compromised child cannot hand the parent
-an object that runs code when loaded.
+The worker's stdout goes to ``/dev/null`` and its stderr to a file the parent
+reads only to quote the last lines in an error: chatter never reaches the
+terminal. Only JSON crosses back (no pickle): a compromised worker cannot hand
+the parent an object that runs code when loaded.
 
 Where ``os.fork`` does not exist the function runs in the calling process, with
 no limits.
@@ -56,31 +51,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from infercast.errors import InfercastError
+from infercast.isolation import IsolatedError
 
-__all__ = ["Limits", "SandboxError", "call_worker", "run_forked"]
+__all__ = ["IsolatedError", "WorkerLimits", "call_worker"]
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Limits of one sandboxed call."""
+class WorkerLimits:
+    """Limits of one call to the worker."""
 
     time_s: float = 10.0
     memory_bytes: int = 1 << 30
-    """Address space the child may add to what it shares with the parent at the fork."""
-
-
-class SandboxError(InfercastError):
-    """The sandboxed call returned no result.
-
-    ``kind``: ``timeout`` | ``memory`` | ``crashed`` (a signal, an abort) | ``failed``
-    (the function raised; ``error_type`` names the exception).
-    """
-
-    def __init__(self, message: str, kind: str, error_type: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.error_type = error_type
+    """Address space the worker may add to what it shares with the parent at the fork."""
 
 
 # --------------------------------------------------------------------------- #
@@ -115,8 +97,10 @@ def _fork() -> int:
 
 def _limit_child(memory_bytes: int, base: int, err_fd: int) -> None:  # pragma: no cover
     """In a new child: its address-space limit, no core files, quiet file descriptors."""
+    import faulthandler
     import resource
 
+    faulthandler.disable()  # a crash is the parent's to report, on its one line
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     mem = base + memory_bytes
@@ -171,8 +155,8 @@ def _tail(err: BinaryIO) -> str:
     return _one_line(err.read(1 << 16).decode("utf-8", "replace"))
 
 
-def _decode(raw: bytes, status: int | None, tail: str, limits: Limits, what: str) -> Any:
-    """The result in ``raw``, or the :class:`SandboxError` that says why there is none."""
+def _decode(raw: bytes, status: int | None, tail: str, limits: WorkerLimits, what: str) -> Any:
+    """The result in ``raw``, or the :class:`IsolatedError` that says why there is none."""
     answer: Any = None
     with contextlib.suppress(ValueError):
         answer = json.loads(raw)
@@ -182,9 +166,9 @@ def _decode(raw: bytes, status: int | None, tail: str, limits: Limits, what: str
     if isinstance(answer, dict):
         etype = str(answer.get("type", ""))
         if etype == "MemoryError":
-            raise SandboxError(f"{what} needed more than its {budget} of memory", "memory", etype)
+            raise IsolatedError(f"{what} needed more than its {budget} of memory", "memory", etype)
         msg = _one_line(str(answer.get("error", "")), last=False) or etype
-        raise SandboxError(f"{what} failed: {msg}", "failed", etype)
+        raise IsolatedError(f"{what} failed: {msg}", "failed", etype)
     if status is not None and os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -192,59 +176,13 @@ def _decode(raw: bytes, status: int | None, tail: str, limits: Limits, what: str
         except ValueError:
             name = f"signal {sig}"
         kind = "memory" if sig == signal.SIGABRT and "alloc" in tail else "crashed"
-        raise SandboxError(f"{what} crashed ({name}){': ' + tail if tail else ''}", kind)
+        raise IsolatedError(f"{what} crashed ({name}){': ' + tail if tail else ''}", kind)
     code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else "?"
-    raise SandboxError(
+    raise IsolatedError(
         f"{what} ended without a result (exit {code}; memory limit {budget})"
         + (f": {tail}" if tail else ""),
         "crashed",
     )
-
-
-# --------------------------------------------------------------------------- #
-# One fork per call
-# --------------------------------------------------------------------------- #
-
-
-def run_forked(
-    fn: Callable[..., Any],
-    *args: Any,
-    limits: Limits | None = None,
-    what: str = "the sandboxed step",
-) -> Any:
-    """``fn(*args)`` computed in a forked child under ``limits``; its value must be
-    JSON-serialisable (tuples come back as lists). ``what`` names the work in errors.
-
-    Raises :class:`SandboxError` when no result comes back.
-    """
-    limits = limits or Limits()
-    if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
-        return json.loads(json.dumps(fn(*args)))
-    with tempfile.TemporaryFile() as err:
-        rfd, wfd = os.pipe()
-        base = _address_space()
-        pid = _fork()
-        if pid == 0:  # pragma: no cover - the child
-            code = 0
-            try:
-                os.close(rfd)
-                _limit_child(limits.memory_bytes, base, err.fileno())
-                _write_all(wfd, _answer(fn, args))
-            except BaseException:
-                code = 70
-            os._exit(code)
-        os.close(wfd)
-        try:
-            raw, timed_out = _read_until(rfd, None, time.monotonic() + limits.time_s)
-        finally:
-            os.close(rfd)
-            if timed_out:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-        if timed_out:
-            raise SandboxError(f"{what} did not finish within {limits.time_s:g} s", "timeout")
-        return _decode(raw, status, _tail(err), limits, what)
 
 
 # --------------------------------------------------------------------------- #
@@ -280,7 +218,7 @@ def _serve(rfd: int, wfd: int, err_fd: int) -> None:  # pragma: no cover - the w
 
 
 class _Worker:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: WorkerLimits) -> None:
         self.limits = limits
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         to_child, self.to_w = os.pipe()
@@ -318,7 +256,7 @@ class _Worker:
             head, raw, timed_out = b"", b"", False
         if timed_out:
             self.close(kill=True)
-            raise SandboxError(f"{what} did not finish within {self.limits.time_s:g} s", "timeout")
+            raise IsolatedError(f"{what} did not finish within {self.limits.time_s:g} s", "timeout")
         if len(head) < _HEADER.size or not raw:
             status = self.close(kill=True)  # a zombie keeps the status it died with
             return _decode(b"", status, _tail(self.err), self.limits, what)
@@ -341,7 +279,7 @@ class _Worker:
         return self.pid != 0 and self.calls < _CALLS_PER_WORKER
 
 
-_WORKERS: dict[Limits, _Worker] = {}
+_WORKERS: dict[WorkerLimits, _Worker] = {}
 _OWNER = 0
 
 
@@ -359,17 +297,17 @@ def call_worker(
     target: str,
     *args: Any,
     blob: bytes | None = None,
-    limits: Limits | None = None,
+    limits: WorkerLimits | None = None,
     what: str = "the sandboxed step",
 ) -> Any:
     """``target(*args, blob)`` (``"module:function"``; ``blob`` appended when given)
     computed by the long-lived worker of ``limits``; arguments and value are JSON.
 
-    Raises :class:`SandboxError` when no result comes back (the worker is then
+    Raises :class:`IsolatedError` when no result comes back (the worker is then
     replaced at the next call).
     """
     global _OWNER
-    limits = limits or Limits()
+    limits = limits or WorkerLimits()
     if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
         module, _, name = target.partition(":")
         fn = getattr(importlib.import_module(module), name)

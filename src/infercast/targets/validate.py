@@ -332,9 +332,14 @@ def _table(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 def _cross_checks(raw: Mapping[str, Any], ctx: _Ctx) -> None:
     """What one key says about another: placement names units, rules name supported ops, …"""
     errs = ctx.errs
-    abstract = raw.get("abstract") is True
+    if raw.get("abstract") is True:
+        errs.add(
+            "abstract",
+            "is true: this file is a shared base that target files extend, not a device "
+            '(write a file with extends = "<this file>" and use that)',
+        )
     units = _table(raw, "units")
-    if not ctx.units and not abstract:
+    if not ctx.units:
         errs.add("units", "must define at least one compute unit")
     for name, ut in units.items():
         if isinstance(ut, dict) and not any(isinstance(k, str) and S.PEAK_KEY.match(k) for k in ut):
@@ -347,7 +352,7 @@ def _cross_checks(raw: Mapping[str, Any], ctx: _Ctx) -> None:
             "placement.accelerator", f"must name a unit of this target ({names}), got {show(accel)}"
         )
     fallback = pl.get("fallback")
-    if fallback is None and not abstract:
+    if fallback is None:
         errs.add("placement.fallback", "is required")
     elif isinstance(fallback, str) and ctx.units and fallback not in ctx.units:
         errs.add(

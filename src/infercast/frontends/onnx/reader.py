@@ -31,7 +31,8 @@ import numpy as np
 from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
-from infercast.sandbox import Limits, SandboxError, call_worker
+from infercast.isolation import IsolatedError
+from infercast.sandbox import WorkerLimits, call_worker
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -258,6 +259,7 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             f"{path}: not an ONNX model (no graph, IR version or opset in the file)",
             "check the file is an .onnx export",
         )
+    _check_text(path, model)
     try:
         from infercast.frontends.onnx.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
 
@@ -275,6 +277,32 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             f"{path}: the ONNX model is inconsistent ({type(exc).__name__}: {exc})",
             "the file may be corrupt; onnx.checker.check_model gives details",
         ) from exc
+
+
+def _check_text(path: str, model: Any) -> None:
+    """Names are UTF-8 text (ONNX says so); protobuf hands back ``bytes`` for a string
+    field that is not, and a name of bytes breaks every output. Said in one line."""
+    fields = [model.producer_name, model.producer_version, model.domain]
+    fields.extend(o.domain for o in model.opset_import)
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        fields.append(g.name)
+        fields.extend(x.name for x in (*g.input, *g.output, *g.value_info, *g.initializer))
+        for n in g.node:
+            fields.extend((n.name, n.op_type, n.domain, *n.input, *n.output))
+            for a in n.attribute:
+                fields.append(a.name)
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        bad = next((f for f in fields if not isinstance(f, str)), None)
+        if bad is not None:
+            raise ModelFileError(
+                f"{path}: a name in the model is not UTF-8 text ({bytes(bad)[:40]!r})",
+                "the file is corrupt or crafted",
+            )
+        fields.clear()
 
 
 def _strip_weight_data(g: Any) -> None:
@@ -361,7 +389,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
             ),
             notes,
         )
-    except SandboxError as exc:
+    except IsolatedError as exc:
         shapes = _collect_shapes(model.graph, {})  # what the file itself declares
         notes.append(f"{exc}; the op rules filled the shapes instead")
     used = _used_names(model.graph, set())
@@ -376,7 +404,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
                 limits=ONNX_LIMITS,
                 what="constant folding",
             )
-        except SandboxError as exc:
+        except IsolatedError as exc:
             notes.append(f"{exc}; no constant computation was folded")
         else:
             n_folded = int(found["folded"])
@@ -411,7 +439,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     )
 
 
-ONNX_LIMITS = Limits(time_s=12.0, memory_bytes=1 << 30)
+ONNX_LIMITS = WorkerLimits(time_s=12.0, memory_bytes=1 << 30)
 """Time and memory ONNX's shape inference and constant folding may take on one model."""
 
 

@@ -1,0 +1,87 @@
+"""The sandboxed worker (infercast.sandbox): a crash, a hang, a memory bomb or an
+exception in the worker is an IsolatedError of the right kind, and the next call
+gets a fresh worker; answers are JSON."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infercast.isolation import IsolatedError
+from infercast.sandbox import WorkerLimits, call_worker
+
+FAST = WorkerLimits(time_s=5.0, memory_bytes=512 << 20)
+
+
+def test_answers_are_json_and_the_worker_is_reused() -> None:
+    assert call_worker("math:hypot", 3, 4, limits=FAST) == 5.0
+    assert call_worker("json:loads", blob=b'{"a": [1, 2]}', limits=FAST) == {"a": [1, 2]}
+    t0 = time.perf_counter()
+    for _ in range(100):
+        call_worker("math:hypot", 3, 4, limits=FAST)
+    per_call = (time.perf_counter() - t0) / 100
+    assert per_call < 0.05  # a pipe round trip, not a process start (~0.5 s)
+
+
+@pytest.mark.parametrize(
+    ("target", "args", "kind", "says"),
+    [
+        ("ctypes:string_at", [0], "crashed", "SIGSEGV"),
+        ("os:abort", [], "crashed", "SIGABRT"),
+        ("time:sleep", [30], "timeout", "did not finish within 2 s"),
+        ("json:loads", ["{not json"], "failed", "Expecting property name"),
+        ("no_such_module:f", [], "failed", "No module named"),
+    ],
+)
+def test_failures_have_a_kind_and_the_next_call_works(
+    target: str, args: list[object], kind: str, says: str
+) -> None:
+    limits = WorkerLimits(time_s=2.0, memory_bytes=512 << 20)
+    t0 = time.perf_counter()
+    with pytest.raises(IsolatedError) as exc:
+        call_worker(target, *args, limits=limits, what="the step")
+    assert exc.value.kind == kind
+    assert says in str(exc.value) and str(exc.value).startswith("the step ")
+    assert time.perf_counter() - t0 < 10
+    assert call_worker("math:hypot", 6, 8, limits=limits) == 10.0  # a fresh worker
+
+
+def test_memory_bomb_is_stopped_by_the_address_space_limit() -> None:
+    limits = WorkerLimits(time_s=10.0, memory_bytes=256 << 20)
+    with pytest.raises(IsolatedError) as exc:
+        call_worker("os:urandom", 1 << 30, limits=limits, what="the step")  # 1 GiB
+    assert exc.value.kind == "memory"
+    assert "needed more than its 0.25 GiB of memory" in str(exc.value)
+
+
+def test_chatter_on_stderr_never_reaches_ours(capfd: pytest.CaptureFixture[str]) -> None:
+    chatter = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\nmore\n"
+    assert call_worker("os:write", 2, blob=chatter, limits=FAST) == len(chatter)
+    assert call_worker("os:write", 1, blob=chatter, limits=FAST) == len(chatter)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_isolated_run_starts_under_an_inherited_address_space_limit(tmp_path: Path) -> None:
+    """`prlimit --as=1.5G infercast ...`: the LiteRT child asks for more than the parent
+    has; it used to fail to start (SubprocessError, reported as a corrupt file)."""
+    code = (
+        "from infercast.isolation import Limits, run_isolated\n"
+        "print(run_isolated('math:sqrt', 16.0, Limits(timeout_s=60, memory_bytes=16 << 30)))\n"
+    )
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, preexec_fn=cap
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "4.0"
