@@ -44,12 +44,12 @@ def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _argv(case: Case, d: Path) -> list[str]:
     f = str(d / case.name)
     sub = {"{f}": f, "{ex}": str(EXAMPLE), "{onnx}": str(d / "valid_conv.onnx")}
-    return [sub.get(a, a) for a in case.argv]
+    return [sub.get(a, a).replace("{d}", str(d)) for a in case.argv]
 
 
 def _check(server: ForkServer, case: Case, d: Path) -> None:
     argv = _argv(case, d)
-    inputs = [a for a in argv if Path(a).is_file()]
+    inputs = [a for a in argv if Path(a).is_file()]  # each must be unchanged afterwards
     o = server.run(argv, inputs=inputs, cwd=d)
     why = violations(o, json_out=case.json_out)
     assert not why, (case.issue, argv, why)

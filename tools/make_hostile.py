@@ -558,6 +558,55 @@ for _name in PROFILES:
         )  # fmt: skip
     )
 
+CASES += [
+    Case("onnx_constant_200mb.onnx", A, (0,), issue="200 MB Constant node read whole (1.24 GB)"),
+    Case(
+        "target_chain_1200.toml",
+        ("estimate", "{onnx}", "-t", "{f}", "-f", "json"),
+        (2,),
+        "extends chain",
+        issue="1,200-file extends chain (RecursionError)",
+    ),  # fmt: skip
+    Case("fifo.onnx", A, (2,), "not a regular file", issue="a FIFO as model path hangs"),
+    Case(
+        "fifo.toml",
+        ("estimate", "{onnx}", "-t", "{f}", "-f", "json"),
+        (2,),
+        "not a regular file",
+        issue="a FIFO as target file",
+    ),  # fmt: skip
+    Case(
+        "valid_conv.onnx",
+        ("analyze", "{f}", "-f", "json", "-o", "{f}"),
+        (2,),
+        issue="-o overwrites its own input",
+    ),  # fmt: skip
+    Case(
+        "profile_ort_nan.json",
+        ("calibrate", "-t", "rpi4-cpu", "--from", "{f}", "--model", "{onnx}", "-o", "{f}"),
+        (2,),
+        json_out=False,
+        issue="calibrate -o over the profile",
+    ),  # fmt: skip
+    Case(
+        "valid_conv.onnx",
+        (
+            "calibrate",
+            "-t",
+            "rpi4-cpu",
+            "--from",
+            "{d}/profile_ort_nan.json",
+            "--model",
+            "{f}",
+            "-o",
+            "{f}",
+        ),
+        (2,),
+        json_out=False,
+        issue="calibrate -o over the model",
+    ),  # fmt: skip
+]
+
 LARGE = (*DERIVED, "target_chain_1200.toml", "fifo.onnx", "fifo.toml")
 """Made at test time by :func:`make_large`."""
 

@@ -439,7 +439,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     )
 
 
-ONNX_LIMITS = WorkerLimits(time_s=12.0, memory_bytes=1 << 30)
+ONNX_LIMITS = WorkerLimits(time_s=12.0, memory_bytes=768 << 20)
 """Time and memory ONNX's shape inference and constant folding may take on one model."""
 
 
