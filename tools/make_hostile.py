@@ -386,8 +386,9 @@ TARGETS: dict[str, str] = {
 def _ort_profile(dur: str = "60", extra: str = "") -> str:
     events = [
         '{"cat": "Session", "name": "model_run", "ts": 100, "dur": 500}',
-        '{"cat": "Node", "name": "conv_kernel_time", "ts": 110, "dur": %s, '
-        '"args": {"op_name": "Conv", "provider": "CPUExecutionProvider"}}' % dur,
+        '{"cat": "Node", "name": "conv_kernel_time", "ts": 110, "dur": '
+        + dur
+        + ', "args": {"op_name": "Conv", "provider": "CPUExecutionProvider"}}',
     ]
     return "[\n" + ",\n".join(events) + extra + "\n]\n"
 
@@ -489,7 +490,7 @@ CASES: list[Case] = [
         (0,),
         '"macs": 590295810358705651648',
         issue="INT64_MAX trips through a float",
-    ),  # fmt: skip
+    ),
     Case("onnx_loop_nan.onnx", A, (2,), "trip count", issue="NaN Loop trip count"),
     Case("onnx_loop_inf.onnx", A, (2,), "trip count", issue="inf Loop trip count"),
     Case("onnx_external_length.onnx", A, (0, 2, 4), issue="external-data length over dims"),
@@ -498,7 +499,7 @@ CASES: list[Case] = [
         ("analyze", "{f}", "-f", "json", "--memory-plan"),
         (2,),
         issue="overflowing dims in the planner",
-    ),  # fmt: skip
+    ),
     Case("onnx_dims_overflow.onnx", A, (2,), issue="overflowing dims"),
     Case(
         "onnx_markup_names.onnx",
@@ -506,21 +507,21 @@ CASES: list[Case] = [
         (0,),
         json_out=False,
         issue="Rich markup in a node name; ESC / newline in names",
-    ),  # fmt: skip
+    ),
     Case(
         "onnx_markup_names.onnx",
         ("analyze", "{f}", "-f", "csv"),
         (0,),
         json_out=False,
         issue="names in CSV",
-    ),  # fmt: skip
+    ),
     Case("onnx_undefined_escape.onnx", A, (2,), "ghost", issue="ESC / newline echoed in errors"),
     Case(
         "tflite_bad_operator_input.tflite",
         ("analyze", "{f}", "-f", "json", "--input-shape", "serving_default_input:0=1x224x224x3"),
         (0, 2, 4),
         issue="SIGSEGV in LiteRT allocate_tensors",
-    ),  # fmt: skip
+    ),
     Case("tflite_bad_operator_input.tflite", A, (0, 2, 4), issue="bad operator input"),
     Case("tflite_bad_buffer_data.tflite", A, (0, 2, 4), issue="BufferError on a closed mmap"),
     Case(
@@ -529,19 +530,19 @@ CASES: list[Case] = [
         (2,),
         "not an input",
         issue="wrong --input-shape name called a corrupt file",
-    ),  # fmt: skip
+    ),
     Case(
         "{ex}",
         ("analyze", "{ex}", "-f", "json", "--input-shape", "serving_default_input:0=1x224x224x3"),
         (0,),
         issue="LiteRT's XNNPACK INFO line on stderr",
-    ),  # fmt: skip
+    ),
     Case(
         "{ex}",
         ("analyze", "{ex}", "-f", "json", "--input-shape", "serving_default_input:0=1x224x224x5"),
         (2,),
         issue="LiteRT's multi-line error",
-    ),  # fmt: skip
+    ),
 ]
 for _name in TARGETS:
     CASES.append(
@@ -555,7 +556,7 @@ for _name in PROFILES:
             ("profile", "import", "{f}", "--model", "{onnx}", "-f", "json"),
             (2,),
             issue="profile file",
-        )  # fmt: skip
+        )
     )
 
 CASES += [
@@ -566,7 +567,7 @@ CASES += [
         (2,),
         "extends chain",
         issue="1,200-file extends chain (RecursionError)",
-    ),  # fmt: skip
+    ),
     Case("fifo.onnx", A, (2,), "not a regular file", issue="a FIFO as model path hangs"),
     Case(
         "fifo.toml",
@@ -574,20 +575,20 @@ CASES += [
         (2,),
         "not a regular file",
         issue="a FIFO as target file",
-    ),  # fmt: skip
+    ),
     Case(
         "valid_conv.onnx",
         ("analyze", "{f}", "-f", "json", "-o", "{f}"),
         (2,),
         issue="-o overwrites its own input",
-    ),  # fmt: skip
+    ),
     Case(
         "profile_ort_nan.json",
         ("calibrate", "-t", "rpi4-cpu", "--from", "{f}", "--model", "{onnx}", "-o", "{f}"),
         (2,),
         json_out=False,
         issue="calibrate -o over the profile",
-    ),  # fmt: skip
+    ),
     Case(
         "valid_conv.onnx",
         (
@@ -604,7 +605,7 @@ CASES += [
         (2,),
         json_out=False,
         issue="calibrate -o over the model",
-    ),  # fmt: skip
+    ),
 ]
 
 LARGE = (*DERIVED, "target_chain_1200.toml", "fifo.onnx", "fifo.toml")
