@@ -54,12 +54,12 @@ def _while_trip_count(graph: Graph, node: Node, cond: Graph, body: Graph) -> int
     producer = {o: n for n in cond.nodes for o in n.outputs}
     body_producer = {o: n for n in body.nodes for o in n.outputs}
 
-    def trips_of(tensor: str) -> int | None:
+    def trips_of(tensor: str, seen: frozenset[str] = frozenset()) -> int | None:
         n = producer.get(tensor)
-        if n is None:
+        if n is None or tensor in seen or len(seen) > 64:  # a cycle, or a crafted chain
             return None
         if n.op == "logical_and":
-            counts = [trips_of(i) for i in n.inputs if i]
+            counts = [trips_of(i, seen | {tensor}) for i in n.inputs if i]
             known = [c for c in counts if c is not None]
             return min(known) if known else None
         if n.op not in ("less", "less_equal") or len(n.inputs) != 2:
@@ -102,7 +102,7 @@ def trip_count(graph: Graph, node: Node, subgraphs: dict[str, Graph]) -> int | N
         return _loop_trips(graph, node)
     if node.op == "scan":
         n_scan = int(node.attrs.get("num_scan_inputs", 0))
-        if n_scan <= 0:
+        if not 0 < n_scan <= len(node.inputs):
             return None
         first_scan = node.inputs[len(node.inputs) - n_scan]
         t = graph.tensors.get(first_scan)
