@@ -280,18 +280,23 @@ def analyze_graph(graph: Graph) -> Analysis:
     costs through this function) is analysed once: nested ``If`` bodies cost linear
     time in the depth, not 2^depth."""
     memo = _MEMO.get()
-    if memo is not None:
-        hit = memo.get(id(graph))
-        if hit is not None and hit[0] is graph:
-            return hit[1]
-        result = _analyze_graph(graph)
-        memo[id(graph)] = (graph, result)
-        return result
-    token = _MEMO.set({})
-    try:
-        return analyze_graph(graph)
-    finally:
-        _MEMO.reset(token)
+    if memo is None:
+        memo = {}
+        token = _MEMO.set(memo)
+        try:
+            return _memoised(graph, memo)
+        finally:
+            _MEMO.reset(token)
+    return _memoised(graph, memo)
+
+
+def _memoised(graph: Graph, memo: dict[int, tuple[Graph, Analysis]]) -> Analysis:
+    hit = memo.get(id(graph))
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    result = _analyze_graph(graph)
+    memo[id(graph)] = (graph, result)
+    return result
 
 
 def _analyze_graph(graph: Graph) -> Analysis:
