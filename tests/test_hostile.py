@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from fuzz_driver import ForkServer, run_subprocess, violations
 from make_hostile import CASES, LARGE, OUT, Case, make_large, write_all
 
@@ -70,3 +71,21 @@ def test_committed_reproducers_are_what_the_script_writes(tmp_path: Path) -> Non
 )
 def test_reproducer(server: ForkServer, hostile_dir: Path, case: Case) -> None:
     _check(server, case, hostile_dir)
+
+
+REAL_PROCESS = (
+    "tflite_bad_operator_input.tflite",
+    "fuzz_onnx_inference_segv.onnx",
+    "onnx_regex_redos.onnx",
+    "fifo.onnx",
+)
+
+
+@pytest.mark.parametrize("name", REAL_PROCESS)
+def test_reproducer_as_a_real_process(hostile_dir: Path, name: str) -> None:
+    """The crash, hang and FIFO classes end the same in a real ``python -m infercast``
+    under the same limits as in the fork server (no state shared with a parent)."""
+    for case in (c for c in CASES if c.name == name):
+        o = run_subprocess(_argv(case, hostile_dir), cwd=hostile_dir, src=REPO / "src")
+        assert not violations(o, json_out=case.json_out), (case.issue, o.stderr)
+        assert o.rc in case.rcs, (case.issue, o.rc, o.stderr)
