@@ -60,6 +60,10 @@ Rate = Annotated[float, Bound("a positive number", True, 1.0, 1e21)]
 Seconds = Annotated[float, Bound("a non-negative number", False, 0.0, 1e6)]
 Fraction = Annotated[float, Bound("a fraction in (0, 1]", True, 1e-6, 1.0)]
 Ratio = Annotated[float, Bound("a non-negative number", False, 0.0, 1e9)]
+UnitInterval = Annotated[float, Bound("a fraction in [0, 1]", False, 0.0, 1.0)]
+Factor = Annotated[float, Bound("a positive number", True, 1e-6, 1e6)]
+"""A multiplier of a time or a rate (1: no effect)."""
+Positive = Annotated[float, Bound("a positive number", True, 1e-15, 1e21)]
 PositiveInt = Annotated[int, Bound("a positive integer", True, 1, _INT_MAX, integer=True)]
 Count = Annotated[int, Bound("a non-negative integer", False, 0, _INT_MAX, integer=True)]
 
@@ -117,6 +121,17 @@ class ComputeUnit:
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
     accumulators idle); 0: no such effect."""
+    # Keys of branch `device` (issue 11), typed here so its targets validate as they land:
+    window_taps: Count = 0
+    """A MAC array with a fixed kernel window per pixel (the K210 KPU: 9 taps)."""
+    thread_efficiency: UnitInterval = 0.0
+    """CPU units: what each thread beyond the first adds (0: not stated)."""
+    broadcast_read_factor: Ratio = 0.0
+    """Re-reads of a small constant operand per output element (0: read once)."""
+    thread_sync_s: Seconds = 0.0
+    """CPU units: the cost of splitting one kernel across threads."""
+    per_channel_slowdown: Factor = 1.0
+    """Compute time of per-channel quantised weights over per-tensor ones."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -132,6 +147,8 @@ class Memory:
     holds: tuple[Holds, ...] = ()
     on_overflow: Literal["fail", "stream"] = "fail"
     """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
+    efficiency: Fraction = 1.0
+    """The fraction of ``bandwidth_bytes_per_s`` transfers achieve (branch `device`)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +237,17 @@ class Calibration:
     """Number of measured micro-kernels (or profiled ops) the fit used."""
     fit_rmspe: Ratio = 0.0
     """Root-mean-square percentage error of the fit on its own samples (a fraction)."""
+    # Whole-model fits of branch `device` (issue 11):
+    rows: tuple[str, ...] = ()
+    """Published rows or latency files the fit used."""
+    parameters: tuple[str, ...] = ()
+    """Dotted keys the fit may vary."""
+    loo_median_abs_error: Ratio = 0.0
+    loo_worst_ratio: Ratio = 0.0
+    values_from: str = ""
+    """A built-in target whose fitted values this one reads first."""
+    values: Mapping[str, Positive] = field(default_factory=dict)
+    """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
