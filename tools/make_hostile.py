@@ -345,6 +345,90 @@ def tflite_bad_operator_input() -> bytes:
     return _tflite_edit(edit)
 
 
+def tflite_aliased_operators(n: int = 1_000_000) -> bytes:
+    """A 4 MB flatbuffer whose operators vector lists one RELU table a million times
+    (flatbuffer offsets may alias: the file size does not bound the operator count)."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as s
+
+    b = flatbuffers.Builder(1024)
+    names = [b.CreateString(x) for x in ("x", "y")]
+    tensors = []
+    for name in names:
+        s.TensorStartShapeVector(b, 2)
+        b.PrependInt32(8)
+        b.PrependInt32(1)
+        shape = b.EndVector()
+        s.TensorStart(b)
+        s.TensorAddShape(b, shape)
+        s.TensorAddName(b, name)
+        s.TensorAddBuffer(b, 0)
+        tensors.append(s.TensorEnd(b))
+    ins = b.CreateNumpyVector(np_i32([0]))
+    outs = b.CreateNumpyVector(np_i32([1]))
+    s.OperatorStart(b)
+    s.OperatorAddOpcodeIndex(b, 0)
+    s.OperatorAddInputs(b, ins)
+    s.OperatorAddOutputs(b, outs)
+    op = s.OperatorEnd(b)
+    s.SubGraphStartOperatorsVector(b, n)
+    for _ in range(n):
+        b.PrependUOffsetTRelative(op)
+    ops = b.EndVector()
+    s.SubGraphStartTensorsVector(b, 2)
+    for t in reversed(tensors):
+        b.PrependUOffsetTRelative(t)
+    tvec = b.EndVector()
+    sg_in = b.CreateNumpyVector(np_i32([0]))
+    sg_out = b.CreateNumpyVector(np_i32([1]))
+    s.SubGraphStart(b)
+    s.SubGraphAddTensors(b, tvec)
+    s.SubGraphAddOperators(b, ops)
+    s.SubGraphAddInputs(b, sg_in)
+    s.SubGraphAddOutputs(b, sg_out)
+    sg = s.SubGraphEnd(b)
+    s.OperatorCodeStart(b)
+    s.OperatorCodeAddBuiltinCode(b, s.BuiltinOperator.RELU)
+    s.OperatorCodeAddDeprecatedBuiltinCode(b, s.BuiltinOperator.RELU)
+    s.OperatorCodeAddVersion(b, 1)
+    code = s.OperatorCodeEnd(b)
+    s.BufferStart(b)
+    buf = s.BufferEnd(b)
+    vectors = []
+    for start, items in (
+        (s.ModelStartSubgraphsVector, [sg]),
+        (s.ModelStartOperatorCodesVector, [code]),
+        (s.ModelStartBuffersVector, [buf]),
+    ):
+        start(b, len(items))
+        for it in reversed(items):
+            b.PrependUOffsetTRelative(it)
+        vectors.append(b.EndVector())
+    s.ModelStart(b)
+    s.ModelAddVersion(b, 3)
+    s.ModelAddSubgraphs(b, vectors[0])
+    s.ModelAddOperatorCodes(b, vectors[1])
+    s.ModelAddBuffers(b, vectors[2])
+    b.Finish(s.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def np_i32(values: list[int]) -> Any:
+    import numpy as np
+
+    return np.array(values, dtype=np.int32)
+
+
+def onnx_many_nodes(n: int = 150_001) -> bytes:
+    """A chain of ``n`` Relu nodes (3.7 MB): one node past infercast's limit."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    x = helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 8])
+    return _model(nodes, [], [y], inputs=[x])
+
+
 def tflite_subgraph_output_minus1() -> bytes:
     """The main subgraph lists tensor -1 as its output ("omitted" is for operators)."""
     import numpy as np
@@ -445,6 +529,8 @@ MODELS: dict[str, Callable[[], bytes]] = {
 DERIVED: dict[str, Callable[[], bytes]] = {
     "tflite_bad_operator_input.tflite": tflite_bad_operator_input,
     "tflite_subgraph_output_minus1.tflite": tflite_subgraph_output_minus1,
+    "tflite_aliased_operators.tflite": tflite_aliased_operators,
+    "onnx_many_nodes.onnx": onnx_many_nodes,
     "onnx_constant_200mb.onnx": lambda: onnx_constant_big(200),
 }
 """Made at test time (:func:`make_large`): 4 MB edits of the bundled example, 200 MB."""
@@ -560,6 +646,20 @@ for _name in PROFILES:
     )
 
 CASES += [
+    Case(
+        "tflite_aliased_operators.tflite",
+        A,
+        (2,),
+        "operators",
+        issue="new: a 4 MB flatbuffer listing one operator a million times",
+    ),
+    Case(
+        "onnx_many_nodes.onnx",
+        A,
+        (2,),
+        "operators",
+        issue="new: 150,001 nodes in a 3.7 MB file (minutes of analysis)",
+    ),
     Case("onnx_constant_200mb.onnx", A, (0,), issue="200 MB Constant node read whole (1.24 GB)"),
     Case(
         "target_chain_1200.toml",

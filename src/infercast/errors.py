@@ -16,6 +16,18 @@ class InfercastError(Exception):
         return printable(text)
 
 
+MAX_NODES = 150_000
+"""Most operators (all subgraphs together) a model may have (issue 9 asks 100,000 in 10 s;
+a 4 MB file can hold 150,000): past this, no edge model but a command running for minutes."""
+
+
+def too_many_nodes(path: str, n: int) -> ModelFileError:
+    return ModelFileError(
+        f"{path}: {n} operators; infercast reads models of at most {MAX_NODES}",
+        "the file is corrupt or crafted, or not a model for an edge device",
+    )
+
+
 def printable(text: str) -> str:
     """``text`` with control characters written as escapes (``\\n``, ``\\x1b``): one line
     and no terminal codes, whatever names a model file holds."""

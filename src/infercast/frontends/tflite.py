@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
+from infercast.errors import (
+    MAX_NODES,
+    InputShapeError,
+    ModelFileError,
+    SymbolicShapeError,
+    too_many_nodes,
+)
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
 
@@ -245,6 +251,12 @@ def _parse(
     model = schema.Model.GetRootAs(data, 0)
     n_buffers = model.BuffersLength()
     n_sub = model.SubgraphsLength()
+    # Flatbuffer vectors may all point at one table: a small file can list millions of
+    # operators or tensors. Counted before anything is read for each.
+    n_ops = sum(model.Subgraphs(i).OperatorsLength() for i in range(min(n_sub, MAX_NODES)))
+    n_tensors = sum(model.Subgraphs(i).TensorsLength() for i in range(min(n_sub, MAX_NODES)))
+    if n_sub > MAX_NODES or n_ops > MAX_NODES or n_tensors > 2 * MAX_NODES:
+        raise too_many_nodes(path, max(n_ops, n_tensors // 2, n_sub))
     if n_sub == 0:
         raise ModelFileError(f"{path}: the TFLite model has no subgraph")
     opcodes: list[tuple[str, str]] = []

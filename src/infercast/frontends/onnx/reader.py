@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
+from infercast.errors import (
+    MAX_NODES,
+    InputShapeError,
+    ModelFileError,
+    SymbolicShapeError,
+    too_many_nodes,
+)
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
 from infercast.isolation import IsolatedError
@@ -285,8 +291,12 @@ def _check_text(path: str, model: Any) -> None:
     fields = [model.producer_name, model.producer_version, model.domain]
     fields.extend(o.domain for o in model.opset_import)
     graphs = [model.graph]
+    nodes = 0
     while graphs:
         g = graphs.pop()
+        nodes += len(g.node)
+        if nodes > MAX_NODES:
+            raise too_many_nodes(path, nodes)
         fields.append(g.name)
         fields.extend(x.name for x in (*g.input, *g.output, *g.value_info, *g.initializer))
         for n in g.node:
