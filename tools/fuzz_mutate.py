@@ -184,7 +184,8 @@ def _tflite_field(model: Any, rng: random.Random) -> str:
         q = t.quantization
         if q is not None and q.scale is not None and len(q.scale):
             scale = np.array(q.scale, dtype=np.float32).copy()
-            scale[rng.randrange(len(scale))] = _pick(rng, FLOATS)
+            with np.errstate(over="ignore"):
+                scale[rng.randrange(len(scale))] = _pick(rng, FLOATS)
             q.scale = scale
             return "quant scale"
         return "no quant"

@@ -345,25 +345,32 @@ def tflite_bad_operator_input() -> bytes:
     return _tflite_edit(edit)
 
 
-def tflite_aliased_operators(n: int = 1_000_000) -> bytes:
-    """A 4 MB flatbuffer whose operators vector lists one RELU table a million times
-    (flatbuffer offsets may alias: the file size does not bound the operator count)."""
+def _aliased_model(n_ops: int, n_tensors: int, scales: int) -> bytes:
+    """A flatbuffer whose operators vector lists one RELU table ``n_ops`` times and whose
+    tensors vector lists one tensor (with ``scales`` quantisation scales) ``n_tensors``
+    times: offsets may alias, so the file size does not bound what a reader walks."""
     import flatbuffers
     from ai_edge_litert import schema_py_generated as s
 
     b = flatbuffers.Builder(1024)
-    names = [b.CreateString(x) for x in ("x", "y")]
-    tensors = []
-    for name in names:
-        s.TensorStartShapeVector(b, 2)
-        b.PrependInt32(8)
-        b.PrependInt32(1)
-        shape = b.EndVector()
-        s.TensorStart(b)
-        s.TensorAddShape(b, shape)
-        s.TensorAddName(b, name)
-        s.TensorAddBuffer(b, 0)
-        tensors.append(s.TensorEnd(b))
+    q = None
+    if scales:
+        vec = b.CreateNumpyVector(np_f32([0.5] * scales))
+        s.QuantizationParametersStart(b)
+        s.QuantizationParametersAddScale(b, vec)
+        q = s.QuantizationParametersEnd(b)
+    name = b.CreateString("x")
+    s.TensorStartShapeVector(b, 2)
+    b.PrependInt32(8)
+    b.PrependInt32(1)
+    shape = b.EndVector()
+    s.TensorStart(b)
+    s.TensorAddShape(b, shape)
+    s.TensorAddName(b, name)
+    s.TensorAddBuffer(b, 0)
+    if q is not None:
+        s.TensorAddQuantization(b, q)
+    tensor = s.TensorEnd(b)
     ins = b.CreateNumpyVector(np_i32([0]))
     outs = b.CreateNumpyVector(np_i32([1]))
     s.OperatorStart(b)
@@ -371,19 +378,20 @@ def tflite_aliased_operators(n: int = 1_000_000) -> bytes:
     s.OperatorAddInputs(b, ins)
     s.OperatorAddOutputs(b, outs)
     op = s.OperatorEnd(b)
-    s.SubGraphStartOperatorsVector(b, n)
-    for _ in range(n):
-        b.PrependUOffsetTRelative(op)
-    ops = b.EndVector()
-    s.SubGraphStartTensorsVector(b, 2)
-    for t in reversed(tensors):
-        b.PrependUOffsetTRelative(t)
-    tvec = b.EndVector()
+    vectors = {}
+    for key, start, item, n in (
+        ("ops", s.SubGraphStartOperatorsVector, op, n_ops),
+        ("tensors", s.SubGraphStartTensorsVector, tensor, n_tensors),
+    ):
+        start(b, n)
+        for _ in range(n):
+            b.PrependUOffsetTRelative(item)
+        vectors[key] = b.EndVector()
     sg_in = b.CreateNumpyVector(np_i32([0]))
     sg_out = b.CreateNumpyVector(np_i32([1]))
     s.SubGraphStart(b)
-    s.SubGraphAddTensors(b, tvec)
-    s.SubGraphAddOperators(b, ops)
+    s.SubGraphAddTensors(b, vectors["tensors"])
+    s.SubGraphAddOperators(b, vectors["ops"])
     s.SubGraphAddInputs(b, sg_in)
     s.SubGraphAddOutputs(b, sg_out)
     sg = s.SubGraphEnd(b)
@@ -394,7 +402,7 @@ def tflite_aliased_operators(n: int = 1_000_000) -> bytes:
     code = s.OperatorCodeEnd(b)
     s.BufferStart(b)
     buf = s.BufferEnd(b)
-    vectors = []
+    model_vectors = []
     for start, items in (
         (s.ModelStartSubgraphsVector, [sg]),
         (s.ModelStartOperatorCodesVector, [code]),
@@ -403,14 +411,31 @@ def tflite_aliased_operators(n: int = 1_000_000) -> bytes:
         start(b, len(items))
         for it in reversed(items):
             b.PrependUOffsetTRelative(it)
-        vectors.append(b.EndVector())
+        model_vectors.append(b.EndVector())
     s.ModelStart(b)
     s.ModelAddVersion(b, 3)
-    s.ModelAddSubgraphs(b, vectors[0])
-    s.ModelAddOperatorCodes(b, vectors[1])
-    s.ModelAddBuffers(b, vectors[2])
+    s.ModelAddSubgraphs(b, model_vectors[0])
+    s.ModelAddOperatorCodes(b, model_vectors[1])
+    s.ModelAddBuffers(b, model_vectors[2])
     b.Finish(s.ModelEnd(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def tflite_aliased_operators() -> bytes:
+    """4 MB listing one RELU operator a million times."""
+    return _aliased_model(1_000_000, 2, 0)
+
+
+def tflite_aliased_tensors() -> bytes:
+    """1 MB: 100,000 entries of one tensor whose quantisation has 100,000 scales
+    (1e10 scales to convert, for a reader that converts each tensor's)."""
+    return _aliased_model(1, 100_000, 100_000)
+
+
+def np_f32(values: list[float]) -> Any:
+    import numpy as np
+
+    return np.array(values, dtype=np.float32)
 
 
 def np_i32(values: list[int]) -> Any:
@@ -530,6 +555,7 @@ DERIVED: dict[str, Callable[[], bytes]] = {
     "tflite_bad_operator_input.tflite": tflite_bad_operator_input,
     "tflite_subgraph_output_minus1.tflite": tflite_subgraph_output_minus1,
     "tflite_aliased_operators.tflite": tflite_aliased_operators,
+    "tflite_aliased_tensors.tflite": tflite_aliased_tensors,
     "onnx_many_nodes.onnx": onnx_many_nodes,
     "onnx_constant_200mb.onnx": lambda: onnx_constant_big(200),
 }
@@ -652,6 +678,13 @@ CASES += [
         (2,),
         "operators",
         issue="new: a 4 MB flatbuffer listing one operator a million times",
+    ),
+    Case(
+        "tflite_aliased_tensors.tflite",
+        A,
+        (2,),
+        "name bytes",
+        issue="new: 100,000 tensors sharing one table with 100,000 scales (1 MB)",
     ),
     Case(
         "onnx_many_nodes.onnx",

@@ -257,6 +257,7 @@ def _parse(
     n_tensors = sum(model.Subgraphs(i).TensorsLength() for i in range(min(n_sub, MAX_NODES)))
     if n_sub > MAX_NODES or n_ops > MAX_NODES or n_tensors > 2 * MAX_NODES:
         raise too_many_nodes(path, max(n_ops, n_tensors // 2, n_sub))
+    _check_vectors(model, n_sub, path)
     if n_sub == 0:
         raise ModelFileError(f"{path}: the TFLite model has no subgraph")
     opcodes: list[tuple[str, str]] = []
@@ -325,6 +326,41 @@ def _parse(
         metadata=meta,
         notes=tuple(notes),
     )
+
+
+MAX_VECTOR_ITEMS = 5_000_000
+"""Shape dimensions, quantisation parameters, operator inputs and outputs and name bytes a
+model may hold in all (a real model has well under a million)."""
+
+
+def _check_vectors(model: Any, n_sub: int, path: str) -> None:
+    """Sum the lengths of every vector the reader will copy, before copying any: tensors
+    may all share one table whose shape, scales or name are a million items long."""
+    items = 0
+    for si in range(n_sub):
+        sg = model.Subgraphs(si)
+        for ti in range(sg.TensorsLength()):
+            t = sg.Tensors(ti)
+            items += t.ShapeLength() + t.ShapeSignatureLength()
+            name = t._tab.Offset(10)  # Tensor.name, field 3 of the schema: vtable slot 10
+            if name:
+                items += t._tab.VectorLen(name)  # a string is a length-prefixed vector
+            q = t.Quantization()
+            if q is not None:
+                items += q.ScaleLength() + q.ZeroPointLength()
+            if items > MAX_VECTOR_ITEMS:
+                break
+        for oi in range(sg.OperatorsLength()):
+            if items > MAX_VECTOR_ITEMS:
+                break
+            op = sg.Operators(oi)
+            items += op.InputsLength() + op.OutputsLength() + op.IntermediatesLength()
+        if items > MAX_VECTOR_ITEMS:
+            raise ModelFileError(
+                f"{path}: its tensors and operators list more than {MAX_VECTOR_ITEMS} "
+                "dimensions, parameters, indices and name bytes",
+                "the file is corrupt or crafted (flatbuffer tables that share one long vector)",
+            )
 
 
 def _subgraph(
