@@ -28,6 +28,8 @@ MAX_RANK = 16
 
 MAX_TENSOR_BYTES = 1 << 48
 """Largest tensor a model may hold (256 TiB): beyond it the file is corrupt or crafted."""
+MAX_STRUCTURE_BYTES = 64 << 20
+"""Largest ONNX graph without its weights (a 100,000-node graph is about 20 MB)."""
 MAX_GRAPH_BYTES = 1 << 56
 """Largest sum of all tensors' sizes (the memory planner sums them in int64)."""
 
@@ -100,6 +102,12 @@ def _load(p: Path, input_shapes: Mapping[str, Shape] | None) -> Graph:
             f"{p}: not a readable ONNX model (protobuf: {exc})",
             "the file is truncated, corrupt, or another format",
         ) from exc
+    if len(structure) > MAX_STRUCTURE_BYTES:
+        raise ModelFileError(
+            f"{p}: its graph is {len(structure)} bytes without the weights; infercast reads "
+            f"graphs of at most {MAX_STRUCTURE_BYTES}",
+            "the file is corrupt or crafted, or not a model for an edge device",
+        )
     return load_onnx(str(p), structure, input_shapes)
 
 
