@@ -85,3 +85,34 @@ def test_isolated_run_starts_under_an_inherited_address_space_limit(tmp_path: Pa
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "4.0"
+
+
+def test_the_worker_dies_with_its_parent() -> None:
+    """A command killed at its time bound (or by Ctrl-C) leaves no computation on a
+    stranger's model running: the worker gets SIGKILL when its parent dies."""
+    pid = os.fork()
+    if pid == 0:  # a command that starts a 20-minute step
+        try:
+            call_worker("time:sleep", 1200, limits=WorkerLimits(time_s=1200))
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 30
+    workers: list[int] = []
+    while not workers and time.monotonic() < deadline:
+        time.sleep(0.1)
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            workers = [int(x) for x in f.read().split()]
+    assert workers, "the worker did not start"
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    state = "?"
+    for _ in range(50):
+        try:
+            with open(f"/proc/{workers[0]}/status") as f:
+                state = f.read().split("State:")[1].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        if state in ("Z", "gone"):
+            break
+        time.sleep(0.1)
+    assert state in ("Z", "gone"), state  # dead (a zombie until init reaps it)

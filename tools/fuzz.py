@@ -269,9 +269,12 @@ def model_run(seed: Seed, path: Path, rng: random.Random, out_dir: Path) -> Run:
         return Run(["estimate", p, "-t", rng.choice(ESTIMATE_TARGETS), "-f", "json"], True, [p])
     if r < 0.93:
         return Run(["analyze", p, "-f", "json", *_shape_opt(seed, rng)], True, [p])
-    if r < 0.97:
+    if r < 0.95:
         out = str(out_dir / "out.json")
         return Run(["analyze", p, "-f", "json", "-o", out], True, [p], [out], json_files=True)
+    if r < 0.97:
+        out = str(out_dir / "report.html")
+        return Run(["report", p, "-t", rng.choice(ESTIMATE_TARGETS), "-o", out], False, [p], [out])
     return Run(["analyze", p, "-f", "json", "-o", p], True, [p])  # must refuse
 
 
@@ -331,6 +334,7 @@ def campaign(
     small_model: Path | None = None,
     keep: Path | None = None,
     on_run: Callable[[Outcome, list[str]], None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Mutate seeds and run the CLI on each mutant until ``budget_s`` or ``max_inputs``."""
     rng = random.Random(rng_seed)
@@ -350,6 +354,8 @@ def campaign(
         if data is None:
             data = cache[seed.path] = seed.path.read_bytes()
         n = report.tried
+        if progress is not None and n % 50 == 0:
+            progress(f"{n} inputs, {time.perf_counter() - t0:.0f} s, seed {seed.path.name}")
         path = work / f"input{_suffix(seed)}"
         path.write_bytes(mutant(seed, data, rng))
         if seed.kind in ("tflite", "onnx"):
@@ -428,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             max_inputs=args.max_inputs,
             small_model=small_onnx,
             keep=args.out / "failures",
+            progress=lambda msg: print(msg, file=sys.stderr, flush=True),
         )
     print(report.summary())
     return 0 if not report.failures else 1

@@ -20,7 +20,7 @@ The contract (README "Exit codes"; ``tests/test_fuzz*.py`` check it for every in
   or 4 (``analyze``: some layer's cost unknown) — never 1 (an internal error);
 * on 2: exactly one stderr line, ``infercast: error: ...``, and nothing on stdout;
   on 4: exactly one stderr line, ``infercast: incomplete: ...``; on 0 and 3:
-  nothing on stderr (no runtime chatter);
+  only infercast's own status lines (no runtime chatter, no warnings);
 * stderr never holds a control character (terminal injection) other than newlines;
 * with ``-f json``, stdout on 0 / 3 / 4 is strict JSON (no NaN, no Infinity);
 * ``-o FILE`` never overwrites an input of the same command, and what it writes is
@@ -51,6 +51,8 @@ MEMORY_BYTES = 1536 * 1024 * 1024
 TIME_S = 20.0
 """The time bound of one run (wall clock), seconds."""
 EXIT_CODES = (0, 2, 3, 4)
+INJECTED = "<script>alert(1)</script>"
+"""A name the mutators give tensors and nodes; an HTML report must escape it."""
 _STDOUT_KEEP = 32 << 20
 
 
@@ -89,6 +91,13 @@ def strict_json(text: str) -> str | None:
     return None
 
 
+def _status_line(line: str) -> bool:
+    """One of infercast's own progress or status lines (not an error, not chatter)."""
+    return line.startswith("infercast: ") and not line.startswith(
+        ("infercast: error", "infercast: internal")
+    )
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
@@ -112,7 +121,11 @@ def violations(o: Outcome, *, json_out: bool, json_files: bool = False) -> list[
     elif o.rc == 4:
         if len(lines) != 1 or not lines[0].startswith("infercast: incomplete: "):
             bad.append(f"exit 4 with {len(lines)} stderr line(s): {o.stderr[:300]!r}")
-    elif o.rc in (0, 3) and o.stderr.strip():
+    elif o.rc in (0, 3) and any(
+        not ln.startswith("infercast: ")
+        or ln.startswith(("infercast: error", "infercast: internal"))
+        for ln in lines
+    ):
         bad.append(f"exit {o.rc} with stderr: {o.stderr[:300]!r}")
     if "Traceback (most recent call last)" in o.stderr:
         bad.append("a traceback on stderr")
@@ -123,6 +136,8 @@ def violations(o: Outcome, *, json_out: bool, json_files: bool = False) -> list[
         if why:
             bad.append(f"-f json output is not strict JSON ({why})")
     for name, text in o.files.items():
+        if name.endswith(".html") and INJECTED in text:
+            bad.append(f"-o {Path(name).name}: a model's <script> name written as markup")
         if json_files and o.rc in (0, 3, 4) and strict_json(text):
             bad.append(f"-o {Path(name).name}: not strict JSON ({strict_json(text)})")
     if o.inputs_changed:

@@ -31,7 +31,10 @@ from typing import Any
 INTS = [0, 1, -1, 2, 3, 7, 16, 255, 256, 4097, 65535, 65536, 1 << 20, 2**31 - 1, -(2**31)]
 INTS64 = [*INTS, 2**32, 2**40, 2**53, 2**62, 2**63 - 1, -(2**63), 10**12, -1000]
 FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 5e-324, 1e308, 1e21, math.inf, -math.inf, math.nan]
-NAMES = ["", "x\ny", "\x1b[31mred\x1b[0m", "[/bold]", "[bold]b", "a" * 5000, "é\u202eevil", "\x00z"]
+NAMES = [
+    "", "x\ny", "\x1b[31mred\x1b[0m", "[/bold]", "[bold]b", "a" * 5000, "é\u202eevil", "\x00z",
+    "<script>alert(1)</script>",
+]  # fmt: skip
 
 
 def _pick(rng: random.Random, seq: list[Any]) -> Any:

@@ -79,6 +79,10 @@ def _limit_child(limits: Limits) -> None:  # pragma: no cover - runs in the chil
     if limits.cpu_s is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(Exception):  # Linux: die with the parent (Ctrl-C, a kill)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _signal_name(code: int) -> str:

@@ -109,9 +109,29 @@ def _limit_child(memory_bytes: int, base: int, err_fd: int) -> None:  # pragma: 
             mem = min(mem, cap)
     resource.setrlimit(resource.RLIMIT_AS, (mem, hard))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _die_with_parent()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
     os.dup2(err_fd, 2)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in a child
+    """Linux: SIGKILL this process when its parent dies (Ctrl-C, a kill at a time bound),
+    so no computation on a stranger's model outlives the command that started it."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _cpu_budget(seconds: float) -> None:  # pragma: no cover - runs in the worker
+    """The next call may use ``seconds`` of CPU more than the worker has used so far."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = used.ru_utime + used.ru_stime
+    soft = int(spent + seconds) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
 
 
 def _answer(fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:  # pragma: no cover
@@ -205,6 +225,7 @@ def _serve(rfd: int, wfd: int, err_fd: int) -> None:  # pragma: no cover - the w
         blob = _read_until(rfd, n_blob, float("inf"))[0] if n_blob else None
         os.ftruncate(err_fd, 0)
         os.lseek(err_fd, 0, os.SEEK_SET)
+        _cpu_budget(float(req.get("time_s", 60.0)))
         module, _, name = str(req["target"]).partition(":")
         try:
             fn = getattr(importlib.import_module(module), name)
@@ -242,7 +263,8 @@ class _Worker:
         self.calls = 0
 
     def call(self, target: str, args: list[Any], blob: bytes | None, what: str) -> Any:
-        req = json.dumps({"target": target, "args": args}).encode()
+        call = {"target": target, "args": args, "time_s": self.limits.time_s}
+        req = json.dumps(call).encode()
         deadline = time.monotonic() + self.limits.time_s
         self.calls += 1
         try:
