@@ -779,6 +779,12 @@ FUZZ_FINDS: list[Case] = [
         issue="fuzzer: a WHILE condition whose LOGICAL_AND feeds itself (RecursionError)",
     ),
     Case(
+        "fuzz_profile_index_digits.txt",
+        ("profile", "import", "{f}", "--model", "{ex}", "-f", "json"),
+        (0, 2),
+        issue="fuzzer: a benchmark_model row named ':<5,000 digits>' (int() ValueError, exit 1)",
+    ),
+    Case(
         "fuzz_target_abstract.toml",
         ("estimate", "{onnx}", "-t", "{f}", "-f", "json"),
         (2,),

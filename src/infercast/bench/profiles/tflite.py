@@ -55,8 +55,8 @@ _ROW = re.compile(
 _INFERENCE_AVG = re.compile(rf"Inference \(avg\):\s*(?P<us>{_NUM})")
 _FIRST = re.compile(rf"First inference:\s*(?P<us>{_NUM})")
 _TIMINGS = re.compile(r"Timings \(microseconds\):\s*count=(?P<count>\d+)")
-_SUBGRAPH = re.compile(r"Subgraph \(index: (?P<i>\d+)\)")
-_NODE_INDEX = re.compile(r":(?P<i>\d+)$")
+_SUBGRAPH = re.compile(r"Subgraph \(index: (?P<i>\d{1,9})\)")
+_NODE_INDEX = re.compile(r":(?P<i>\d{1,9})$")
 MS = MAX_SECONDS * 1e3
 _INIT_KEYS = ("Num threads", "Graph", "Use xnnpack", "#threads used for CPU inference")
 
