@@ -71,6 +71,11 @@ class ComputeUnit:
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
     accumulators idle); 0: no such effect."""
+    thread_efficiency: float = 0.0
+    """CPU units: each thread beyond the first adds this fraction of one thread's speed to the
+    kernels the runtime parallelises; 0: not stated (the forecast assumes 0.8)."""
+    per_channel_slowdown: float = 1.0
+    """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -154,6 +159,20 @@ class Calibration:
     """Number of measured micro-kernels (or profiled ops) the fit used."""
     fit_rmspe: float = 0.0
     """Root-mean-square percentage error of the fit on its own samples (a fraction)."""
+    rows: tuple[str, ...] = ()
+    """Published rows (``row_id``) or latency files the whole-model fit used."""
+    parameters: tuple[str, ...] = ()
+    """Dotted keys a whole-model fit may vary (``units.npu.efficiency.conv`` ...)."""
+    loo_median_abs_error: float = 0.0
+    """Median |error| of leave-one-out forecasts of ``rows`` (a fraction)."""
+    loo_worst_ratio: float = 0.0
+    """Worst leave-one-out forecast / measured ratio, folded >= 1 (0: not computed)."""
+    values_from: str = ""
+    """A built-in target whose fitted values this one reads first (its own ``values`` then
+    override them): two delegates of one NPU share the NPU's fitted numbers."""
+    values: Mapping[str, float] = field(default_factory=dict)
+    """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``); the forecast
+    reads them over the tables' stated values, which stay as the fit's prior."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +354,8 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "channel_multiple",
         "efficient_width_px",
         "reduction_half_depth",
+        "thread_efficiency",
+        "per_channel_slowdown",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -382,7 +403,33 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         reduction_half_depth=_pos_float(
             errs, t, "reduction_half_depth", p + "reduction_half_depth", 0.0, allow_zero=True
         ),
+        thread_efficiency=_fraction(errs, t, "thread_efficiency", p + "thread_efficiency"),
+        per_channel_slowdown=_pos_float(
+            errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
+        ),
     )
+
+
+def _number_table(
+    errs: _Errors, t: Mapping[str, Any], key: str, dotted: str
+) -> dict[str, float]:
+    """A table of positive numbers (empty when absent)."""
+    out: dict[str, float] = {}
+    for k, v in _table(errs, t, key).items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            out[k] = float(v)
+        else:
+            errs.add(f"{dotted}.{k}", f"must be a positive number, got {_show(v)}")
+    return out
+
+
+def _fraction(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> float:
+    """A number in [0, 1] (0 when absent)."""
+    v = t.get(key, 0.0)
+    if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1):
+        errs.add(dotted, f"must be a fraction in [0, 1], got {_show(v)}")
+        return 0.0
+    return float(v)
 
 
 def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
@@ -476,6 +523,12 @@ CALIBRATION_KEYS = (
     "invoke_overhead_s",
     "samples",
     "fit_rmspe",
+    "rows",
+    "parameters",
+    "loo_median_abs_error",
+    "loo_worst_ratio",
+    "values",
+    "values_from",
 )
 
 TOP_KEYS = (
@@ -625,6 +678,17 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
         fit_rmspe=_pos_float(
             errs, cal_t, "fit_rmspe", "calibration.fit_rmspe", 0.0, allow_zero=True
         ),
+        rows=_str_list(errs, cal_t, "rows", "calibration.rows"),
+        parameters=_str_list(errs, cal_t, "parameters", "calibration.parameters"),
+        loo_median_abs_error=_pos_float(
+            errs, cal_t, "loo_median_abs_error", "calibration.loo_median_abs_error", 0.0,
+            allow_zero=True,
+        ),
+        loo_worst_ratio=_pos_float(
+            errs, cal_t, "loo_worst_ratio", "calibration.loo_worst_ratio", 0.0, allow_zero=True
+        ),
+        values=_number_table(errs, cal_t, "values", "calibration.values"),
+        values_from=_str(errs, cal_t, "values_from", "calibration.values_from", default=""),
     )
     errs.raise_if_any()
     return Target(
