@@ -75,6 +75,7 @@ from infercast.estimate.work import (
     peak_key,
 )
 from infercast.ir.graph import Graph, Shape
+from infercast.ir.labels import BOUNDS, Bound, Placement
 from infercast.targets.placement import PlacementReport, device_graph, place
 from infercast.targets.schema import Target
 
@@ -97,7 +98,6 @@ __all__ = [
 ]
 
 SCHEMA = "infercast.estimate/1"
-BOUNDS = ("compute", "memory", "overhead", "transfer", "fallback", "fused", "elided", "unknown")
 DEFAULT_THREAD_EFFICIENCY = 0.8
 """Speed-up of each extra CPU thread when a target states none (U: calibrate it)."""
 
@@ -337,12 +337,12 @@ def kernel_time(w: Work, p: Params) -> Times:
     return Times(compute_time(w, p), memory, p.overhead_s.get(w.unit, 0.0), transfer, rewrite)
 
 
-def bound_of(w: Work, t: Times) -> str:
+def bound_of(w: Work, t: Times) -> Bound:
     if w.elided:
         return "elided"
     if not w.known:
         return "unknown"
-    terms = {
+    terms: dict[Bound, float] = {
         "compute": t.compute_s,
         "memory": t.memory_s,
         "overhead": t.overhead_s,
@@ -366,7 +366,7 @@ class LayerForecast:
     name: str
     op: str
     native_op: str
-    placement: str
+    placement: Placement
     unit: str
     kernel: int
     """Index of the first op of this layer's fused group (its own index if alone)."""
@@ -381,7 +381,7 @@ class LayerForecast:
     transfer_s: float
     rewrite_s: float
     latency_s: float
-    bound: str
+    bound: Bound
 
     @property
     def fused_into(self) -> int | None:

@@ -297,7 +297,7 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
     """The kernels of ``dev`` (fused groups, or one per op) and the elided transposes."""
     proc = {ly.index: ly.processor for ly in report.layers if not ly.folded}
     if not fuse:
-        return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.attrs.get("folded")], set()
+        return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded], set()
     elided = elided_transposes(dev)
     return kernels(dev, proc, elided), elided
 
