@@ -46,6 +46,10 @@ Groups (see ``GROUPS``):
 * ``onnx_node``  -- ONNX's backend node tests (``onnx==1.22.0`` wheel).
 * ``onnx_light`` -- ONNX's "light" model zoo copies (installed onnx package).
 * ``silero``     -- the ``.onnx`` files shipped in the silero-vad wheel.
+* ``published``  -- the small architectures of infercast's published device measurements
+  (``infercast.estimate.published.recipes``: MLPerf Tiny DS-CNN and auto-encoder, the
+  K210 conv micro-benchmarks, MobileNet v1 0.25), built the way their rows say; the
+  full set is built by ``python -m infercast.estimate.published.build``.
 * ``example``    -- not a cache group: writes ``examples/mobilenet_v2_int8.tflite``
   into the repository (run with ``--only example``; not part of ``all``).
 
@@ -90,6 +94,7 @@ CACHE_GROUPS: tuple[str, ...] = (
     "onnx_node",
     "onnx_light",
     "silero",
+    "published",
 )
 EXAMPLE_GROUP = "example"
 GROUPS: tuple[str, ...] = (*CACHE_GROUPS, EXAMPLE_GROUP)
@@ -578,6 +583,29 @@ def build_edge(gdir: Path) -> dict[str, Any]:
     return {"versions": res["versions"], "files": files, "skipped": res["skipped"]}
 
 
+PUBLISHED_TEST_SET: tuple[tuple[str, str], ...] = (
+    ("ds_cnn_kws", "int8"),
+    ("ad_autoencoder", "int8"),
+    ("mobilenet_v1_a025_128", "int8"),
+    ("mobilenet_v1_a025_128", "int8pt"),
+    ("conv3x3_128ch_4", "fp32"),
+    ("conv3x3_128ch_16", "fp32"),
+    ("conv3x3_128ch_64", "fp32"),
+    ("conv3x3_128ch_128", "fp32"),
+)
+
+
+def build_published(gdir: Path) -> dict[str, Any]:
+    """The small published-row models, by infercast's own recipes (a subprocess each)."""
+    sys.path.insert(0, str(REPO_ROOT / "src"))
+    from infercast.estimate.published.build import ensure as build_models
+
+    paths = build_models(PUBLISHED_TEST_SET, gdir)
+    files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
+             for (r, q), p in paths.items()}  # fmt: skip
+    return {"files": files, "skipped": {}}
+
+
 def build_example(out: Path | None) -> Path:
     """Build ``examples/mobilenet_v2_int8.tflite`` in the repository."""
     EXAMPLE_DIR.mkdir(parents=True, exist_ok=True)
@@ -600,6 +628,7 @@ BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "onnx_node": build_onnx_node,
     "onnx_light": build_onnx_light,
     "silero": build_silero,
+    "published": build_published,
 }
 
 

@@ -10,6 +10,7 @@ import typer
 
 from infercast.cli.common import (
     EXIT_INCOMPLETE,
+    CpuThreadsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
@@ -61,6 +62,7 @@ def analyze(
     alignment: AlignmentOpt = 16,
     in_place: InPlaceOpt = False,
     target: ForecastTargetOpt = None,
+    threads: CpuThreadsOpt = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
     from infercast.analysis.cost import analyze as run
@@ -90,7 +92,12 @@ def analyze(
         from infercast.estimate import estimate as run_forecast
         from infercast.targets import load_target
 
-        forecast = run_forecast(result.graph, load_target(target))
+        forecast = run_forecast(result.graph, load_target(target), threads=threads)
+    elif threads is not None:
+        raise InfercastError(
+            "--threads sets the forecast's CPU threads: it needs --target",
+            "e.g. infercast analyze MODEL -t imx8mp-cpu --threads 4",
+        )
     if fmt is Format.json:
         doc = rep.to_dict(result, memory)
         if forecast is not None:

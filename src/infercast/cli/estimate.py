@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from infercast.cli.common import (
+    CpuThreadsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
@@ -30,12 +31,14 @@ def estimate(
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
     no_fuse: NoFuseOpt = False,
+    threads: CpuThreadsOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
 
     Seconds per inference; a layer's bound is compute, memory, overhead,
     transfer (accelerator<->CPU crossings) or fallback (on the CPU of an
     accelerator target). One-time costs (first-run compilation) are reported apart.
+    The CPU thread count assumed is stated in every output (--threads; default 1).
     """
     from infercast.estimate import estimate as forecast
     from infercast.frontends import parse_input_shapes
@@ -43,7 +46,11 @@ def estimate(
     from infercast.targets import load_target
 
     fc = forecast(
-        model, load_target(target), parse_input_shapes(input_shape or []), fuse=not no_fuse
+        model,
+        load_target(target),
+        parse_input_shapes(input_shape or []),
+        fuse=not no_fuse,
+        threads=threads,
     )
     if fmt is Format.json:
         emit(json.dumps(est_rep.to_dict(fc), indent=1), output)

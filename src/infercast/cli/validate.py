@@ -1,4 +1,4 @@
-"""``infercast validate``: forecast vs measurement on this machine, with error metrics."""
+"""``infercast validate``: forecast vs measurement, on this machine or against published figures."""
 
 from __future__ import annotations
 
@@ -8,40 +8,109 @@ from typing import Annotated
 
 import typer
 
-from infercast.cli.common import Format, FormatOpt, OutOpt, TargetOpt, emit, render
+from infercast.cli.common import Format, FormatOpt, OutOpt, emit, render
 from infercast.errors import InfercastError
 
-ModelsArg = Annotated[list[Path], typer.Argument(help=".onnx (ONNX Runtime) / .tflite (LiteRT).")]
+ModelsArg = Annotated[
+    list[Path] | None,
+    typer.Argument(help=".onnx (ONNX Runtime) / .tflite (LiteRT); not with --published."),
+]
+ValidateTargetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        "-t",
+        help="A built-in target name or a .toml file (with --published: only its rows).",
+    ),
+]
 ThreadsOpt = Annotated[
     int | None,
-    typer.Option("--threads", help="Runtime threads (default: the calibration's, else 1)."),
+    typer.Option(
+        "--threads",
+        help="Runtime threads (default: the calibration's, else 1); with --published, only "
+        "the rows measured with this many threads.",
+    ),
 ]
 BudgetOpt = Annotated[
     float, typer.Option("--budget", help="Seconds to spend measuring, all models.")
 ]
+PublishedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--published",
+        help="Check the forecasts against the published device measurements shipped with "
+        "infercast (per row, per device, leave-one-out for rows a target was fitted on).",
+    ),
+]
+BuildOpt = Annotated[
+    bool,
+    typer.Option(
+        "--build", help="With --published: build missing models first (needs TensorFlow)."
+    ),
+]
 
 
 def validate(
-    models: ModelsArg,
-    target: TargetOpt,
+    models: ModelsArg = None,
+    target: ValidateTargetOpt = None,
     threads: ThreadsOpt = None,
     budget: BudgetOpt = 60.0,
+    published: PublishedOpt = False,
+    build: BuildOpt = False,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
 ) -> None:
-    """Forecast and measure each MODEL on this machine; per-model error, share within
-    ±10%, RMSPE and Spearman ρ."""
+    """Forecast and measure each MODEL on this machine (per-model error, share within ±10%,
+    RMSPE, Spearman ρ), or, with --published, forecast every published device measurement
+    of the targets and compare."""
+    if threads is not None and threads < 1:
+        raise InfercastError(f"--threads must be at least 1, not {threads}")
+    if published:
+        if models:
+            raise InfercastError("--published checks the shipped measurements: give no MODEL")
+        _published(target, threads, build, fmt, output)
+        return
+    if not models or target is None:
+        raise InfercastError(
+            "give MODEL... and --target (measure here), or --published",
+            "e.g. infercast validate --published --target imx8mp-npu-vx",
+        )
     from infercast.estimate.validate import validate as run_validation
     from infercast.report import estimate as est_rep
     from infercast.targets import load_target
 
-    tgt = load_target(target)
-    if threads is not None and threads < 1:
-        raise InfercastError(f"--threads must be at least 1, not {threads}")
-    v = run_validation(tgt, models, threads=threads, budget_s=budget, progress=None)
+    v = run_validation(load_target(target), models, threads=threads, budget_s=budget)
     if fmt is Format.json:
         emit(json.dumps(v.to_dict(), indent=1), output)
     elif fmt is Format.csv:
         emit(est_rep.validation_csv(v), output)
     else:
         render(est_rep.render_validation(v), output)
+
+
+def _published(
+    target: str | None, threads: int | None, build: bool, fmt: Format, output: Path | None
+) -> None:
+    from infercast.estimate.published.check import check_published
+    from infercast.estimate.published.data import load_rows
+    from infercast.report import published as rep
+    from infercast.targets import load_target
+
+    rows = load_rows()
+    names = None
+    if target is not None:
+        names = [load_target(target).name]
+        if not any(r.target == names[0] for r in rows):
+            known = ", ".join(sorted({r.target for r in rows}))
+            raise InfercastError(
+                f"no published measurements for target '{target}'", f"targets with rows: {known}"
+            )
+    if threads is not None:
+        rows = [r for r in rows if r.threads == threads]
+    check = check_published(names, build=build, rows=rows)
+    if fmt is Format.json:
+        emit(json.dumps(check.to_dict(), indent=1), output)
+    elif fmt is Format.csv:
+        emit(rep.to_csv(check), output)
+    else:
+        render(rep.render_table(check), output)

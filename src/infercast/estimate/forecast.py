@@ -215,7 +215,7 @@ class Params:
             return float(getattr(self, slot))
         table = getattr(self, slot)
         if slot == "efficiency":
-            return self.eff(*sub)  # type: ignore[arg-type]
+            return self.eff(*sub)
         if slot == "thread_efficiency":
             return float(table.get(sub, DEFAULT_THREAD_EFFICIENCY))
         if slot in ("per_channel_slowdown",):

@@ -149,7 +149,7 @@ def validate(
     ``threads`` (default: the calibration's thread count, else 1).
     """
     th = threads or target.calibration.threads or 1
-    forecasts = [estimate(m, target).latency_s for m in models]
+    forecasts = [estimate(m, target, threads=th).latency_s for m in models]
     rows: list[Row] = []
     for rt in ("ort", "litert"):
         idx = [i for i, m in enumerate(models) if runtime_for(m) == rt]

@@ -220,8 +220,22 @@ def _channel_factor(graph: Graph, node: Node, m: int) -> float:
     return 1.0
 
 
+def kpu_line_factor(width: int, channels: int, line: int) -> float:
+    """Pixel slots over pixels of a map laid out in ``line``-pixel lines as nncase lays out
+    K210 KPU feature maps (``get_kpu_row_layout``, kendryte/nncase ``runtime/k210``): a row
+    at most line/4 wide shares its line with 3 other channels' rows (16 px apart), at most
+    line/2 wide with one other (32 px apart), wider rows take ceil(width / line) lines."""
+    if width <= line // 4:
+        groups, row_len = 4, 1
+    elif width <= line // 2:
+        groups, row_len = 2, 1
+    else:
+        groups, row_len = 1, -(-width // line)
+    return (-(-channels // groups)) * row_len * line / (channels * width)
+
+
 def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
-    """ops_eff / ops for the anchor ``node`` on ``unit`` (channel padding, narrow maps)."""
+    """ops_eff / ops for the anchor ``node`` on ``unit`` (channel padding, line layout)."""
     u = target.units[unit]
     f = 1.0
     try:
@@ -233,8 +247,8 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
             if out.rank == 4:
                 d = activation_dims(out, graph.layout)
                 width = d.spatial[-1] if d.spatial else 0
-                if 0 < width < u.efficient_width_px:
-                    f *= u.efficient_width_px / width
+                if width > 0 and d.channels:
+                    f *= kpu_line_factor(width, d.channels, u.efficient_width_px)
     except (ShapeUnknownError, ValueError, IndexError, KeyError):
         return f
     return f

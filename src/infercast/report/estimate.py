@@ -20,7 +20,7 @@ from infercast.report.units import human_bytes, human_count
 CSV_COLUMNS = (
     "index", "name", "op", "native_op", "placement", "unit", "kernel", "op_class", "dtype",
     "ops", "ops_eff", "bytes", "compute_s", "memory_s", "overhead_s", "transfer_s",
-    "rewrite_s", "latency_s", "bound",
+    "rewrite_s", "latency_s", "bound", "threads",
 )  # fmt: skip
 
 BOUND_STYLE = {
@@ -59,6 +59,7 @@ def to_csv(fc: Forecast) -> str:
     for ly in fc.layers:
         d = ly.to_dict()
         d["kernel"] = ly.kernel
+        d["threads"] = fc.threads
         w.writerow(["" if d.get(c) is None else d.get(c) for c in CSV_COLUMNS])
     return buf.getvalue()
 
@@ -93,7 +94,10 @@ def render_table(fc: Forecast, max_name: int = 40, show_fused: bool = True) -> A
     from rich.text import Text
 
     t = fc.totals()
-    title = f"{fc.model} on {fc.target.name}: {human_seconds(fc.latency_s)} per inference"
+    title = (
+        f"{fc.model} on {fc.target.name}: {human_seconds(fc.latency_s)} per inference "
+        f"({fc.threads} CPU thread{'s' if fc.threads != 1 else ''})"
+    )
     table = Table(title=title, header_style="bold")
     for col, just in (
         ("#", "right"), ("layer", "left"), ("op", "left"), ("on", "left"), ("ops", "right"),

@@ -65,8 +65,9 @@ class ComputeUnit:
     """Channels are processed in groups of this many (SIMD lanes, MAC-array columns): a
     conv / FC with C channels costs as if it had C rounded up to a multiple (the forecast)."""
     efficient_width_px: int = 0
-    """Output maps narrower than this run at width / efficient_width_px of the efficiency
-    (the K210 KPU below 64 px); 0: no such effect."""
+    """Line width of a unit that lays feature maps out in fixed lines (the K210 KPU: 64 px):
+    narrow rows share a line with other channels' rows, wide ones take several lines, and
+    the compute runs over the lines' pixel slots (nncase's ``get_kpu_row_layout``); 0: none."""
     reduction_half_depth: float = 0.0
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
@@ -410,9 +411,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
     )
 
 
-def _number_table(
-    errs: _Errors, t: Mapping[str, Any], key: str, dotted: str
-) -> dict[str, float]:
+def _number_table(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> dict[str, float]:
     """A table of positive numbers (empty when absent)."""
     out: dict[str, float] = {}
     for k, v in _table(errs, t, key).items():
@@ -681,7 +680,11 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
         rows=_str_list(errs, cal_t, "rows", "calibration.rows"),
         parameters=_str_list(errs, cal_t, "parameters", "calibration.parameters"),
         loo_median_abs_error=_pos_float(
-            errs, cal_t, "loo_median_abs_error", "calibration.loo_median_abs_error", 0.0,
+            errs,
+            cal_t,
+            "loo_median_abs_error",
+            "calibration.loo_median_abs_error",
+            0.0,
             allow_zero=True,
         ),
         loo_worst_ratio=_pos_float(

@@ -30,6 +30,11 @@ VERSION = 1
 
 
 def cache_root() -> Path:
+    """Where the models are: ``$INFERCAST_PUBLISHED_MODELS``, else
+    ``$INFERCAST_CACHE/published/v<VERSION>`` (default ``~/.cache/infercast``)."""
+    direct = os.environ.get("INFERCAST_PUBLISHED_MODELS")
+    if direct:
+        return Path(direct).expanduser()
     base = os.environ.get("INFERCAST_CACHE") or str(Path.home() / ".cache" / "infercast")
     return Path(base) / "published" / f"v{VERSION}"
 
@@ -67,16 +72,20 @@ def ensure(
                 t0 = time.monotonic()
                 _build_in_subprocess(recipe, missing, d)
                 if log:
-                    print(f"  built {recipe} {','.join(missing)} in "
-                          f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+                    took = time.monotonic() - t0
+                    print(f"  built {recipe} {','.join(missing)} in {took:.0f} s", file=sys.stderr)
         for q in quants:
             out[(recipe, q)] = d / file_name(recipe, q)
     return out
 
 
 def _build_in_subprocess(recipe: str, quants: list[str], dest: Path) -> None:
+    import infercast
+
+    src = str(Path(infercast.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-               TF_ENABLE_ONEDNN_OPTS="0", PYTHONHASHSEED="0")  # fmt: skip
+               TF_ENABLE_ONEDNN_OPTS="0", PYTHONHASHSEED="0", PYTHONPATH=path)  # fmt: skip
     cmd = [sys.executable, "-m", "infercast.estimate.published.build", "--_one", recipe,
            ",".join(quants), str(dest)]  # fmt: skip
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)

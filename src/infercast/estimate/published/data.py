@@ -1,4 +1,6 @@
-"""The published device measurements shipped with infercast (``estimate/data/published-latency.csv``).
+"""The published device measurements shipped with infercast.
+
+The file is ``estimate/data/published-latency.csv``.
 
 One row per published figure: the board and target it was measured on, the
 architecture (a :mod:`~infercast.estimate.published.recipes` name) and how it was

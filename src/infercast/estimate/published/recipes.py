@@ -361,7 +361,7 @@ def inception_v1(size: int = 224) -> Any:
     x = _conv_bn(x, 64, 1)
     x = _conv_bn(x, 192, 3)
     x = L.MaxPooling2D(3, 2, padding="same")(x)
-    blocks = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), None,
+    blocks: list[Any] = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), None,
               (192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64),
               (112, 144, 288, 32, 64, 64), (256, 160, 320, 32, 128, 128), "pool2",
               (256, 160, 320, 32, 128, 128), (384, 192, 384, 48, 128, 128)]  # fmt: skip
@@ -475,6 +475,15 @@ _r("inception_v3_299", keras_app, _KA, cls="InceptionV3", size=299)
 _r("inception_v3_224", keras_app, _KA, cls="InceptionV3", size=224)
 _r("inception_resnet_v2_299", keras_app, _KA, cls="InceptionResNetV2", size=299)
 _r("vgg16_224", keras_app, _KA, cls="VGG16", size=224)
+_r("mobilenet_v3_small_224", keras_app, _KA, cls="MobileNetV3Small", size=224,
+   include_preprocessing=False)  # fmt: skip
+_r("efficientnet_v2_b0_224", keras_app, _KA, cls="EfficientNetV2B0", size=224,
+   include_preprocessing=False)  # fmt: skip
+_r("resnet50_v2_224", keras_app, _KA, cls="ResNet50V2", size=224)
+_r("densenet121_224", keras_app, _KA, cls="DenseNet121", size=224)
+_r("nasnet_mobile_224", keras_app, _KA, cls="NASNetMobile", size=224)
+_r("xception_299", keras_app, _KA, cls="Xception", size=299)
+_r("mobilenet_v2_a035_224", keras_app, _KA, cls="MobileNetV2", size=224, alpha=0.35)
 _r("ds_cnn_kws", ds_cnn)
 _r("ad_autoencoder", ad_autoencoder)
 _r("wav2letter", wav2letter)
@@ -486,6 +495,23 @@ _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
 _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
+VELA_SET = (
+    "mobilenet_v1_224",
+    "mobilenet_v1_a025_128",
+    "mobilenet_v2_224",
+    "mobilenet_v2_a035_224",
+    "mobilenet_v3_large_224",
+    "mobilenet_v3_small_224",
+    "efficientnet_b0_224",
+    "efficientnet_v2_b0_224",
+    "resnet50_224",
+    "resnet50_v2_224",
+    "densenet121_224",
+    "inception_v3_299",
+    "nasnet_mobile_224",
+    "xception_299",
+)
+"""int8 keras.applications architectures compared with Arm Vela's performance estimate."""
 for _s in (4, 16, 64, 128, 256):
     _r(f"conv3x3_128ch_{_s}", conv3x3, size=_s)
 
