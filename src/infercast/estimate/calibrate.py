@@ -482,7 +482,10 @@ def calibrate_latencies(
     for r in rows:
         fc = estimate(load(r.model), target, threads=r.threads)
         works = tuple(w for _, w in fc.works)
-        samples.append(Sample(r.model.name, works, r.seconds, r.whole_model, threads=r.threads))
+        samples.append(
+            Sample(r.model.name, works, r.seconds, r.whole_model, threads=r.threads,
+                   device_only=not r.whole_model)  # fmt: skip
+        )
     f = fit_values(samples, prior, free)
     loo = leave_one_out(samples, prior, free)
     names = [r.model.name for r in rows]

@@ -66,6 +66,9 @@ class Sample:
     threads: int = 1
     peak_scale: Mapping[str, float] = field(default_factory=dict)
     """unit -> measured clock over the target file's clock."""
+    device_only: bool = False
+    """The time is the accelerator's own (a micro-benchmark, a driver log, a simulator's
+    cycle count): no CPU <-> accelerator transfers in it (nor a per-call cost)."""
 
 
 def sample_params(s: Sample, p: Params) -> Params:
@@ -76,8 +79,11 @@ def sample_params(s: Sample, p: Params) -> Params:
 def predict(sample: Sample, p: Params) -> float:
     """Forecast seconds of ``sample`` under ``p`` (the per-kernel reference)."""
     q = sample_params(sample, p)
-    t = sum(kernel_time(w, q).latency_s for w in sample.works)
-    return t + (p.invoke_s if sample.whole_model else 0.0)
+    t = 0.0
+    for w in sample.works:
+        k = kernel_time(w, q)
+        t += k.latency_s - (k.transfer_s if sample.device_only else 0.0)
+    return t + (p.invoke_s if sample.whole_model and not sample.device_only else 0.0)
 
 
 def rmspe(pairs: Sequence[tuple[float, float]]) -> float:
@@ -121,7 +127,9 @@ class Batch:
         for k in _INDEX_COLUMNS:
             self.cols[k] = self.cols[k].astype(np.int64)
         self.theta0 = np.array([base.get(n) for n in self.names], dtype=float)
-        self.whole = np.array([1.0 if s.whole_model else 0.0 for s in self.samples])
+        self.whole = np.array(
+            [1.0 if s.whole_model and not s.device_only else 0.0 for s in self.samples]
+        )
         self.measured = np.array([s.measured_s for s in self.samples])
 
     def _param(self, key: str | None) -> int:
@@ -161,8 +169,8 @@ class Batch:
         cols["w_bw"].append(self._mem(w.weight_memory))
         cols["streamed"].append(float(w.streamed_bytes))
         cols["ov"].append(self._param(f"units.{u}.op_overhead_s"))
-        cols["ntr"].append(float(len(w.transfers)))
-        cols["trb"].append(float(sum(w.transfers)))
+        cols["ntr"].append(0.0 if s.device_only else float(len(w.transfers)))
+        cols["trb"].append(0.0 if s.device_only else float(sum(w.transfers)))
         rw = w.rewrite_bytes is not None
         cols["rw"].append(1.0 if rw else 0.0)
         cols["rwb"].append(float(w.rewrite_bytes or 0))
@@ -281,14 +289,17 @@ def fit_values(
     batch = Batch(samples, base, keys)
     lo = np.log([bounds_of(k)[0] for k in keys])
     hi = np.log([bounds_of(k)[1] for k in keys])
-    prior = np.clip(np.log(np.maximum(batch.theta0[: len(keys)], 1e-300)), lo + 1e-9, hi - 1e-9)
+    stated = batch.theta0[: len(keys)]
+    prior = np.clip(np.log(np.maximum(stated, 1e-300)), lo + 1e-9, hi - 1e-9)
+    # A value the target does not state (0: no per-call cost, say) is no prior to pull to.
+    weights = np.where(stated > np.exp(lo), prior_weight, 0.0)
     meas = np.log(batch.measured)
     nk = len(keys)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         theta = batch.full(np.exp(x), nk)
         r = np.log(np.maximum(batch.latencies(theta), 1e-300)) - meas
-        return np.concatenate([r, prior_weight * (x - prior)])
+        return np.concatenate([r, weights * (x - prior)])
 
     from scipy.optimize import least_squares
 

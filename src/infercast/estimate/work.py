@@ -241,6 +241,10 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
     try:
         if u.channel_multiple > 1:
             f *= _channel_factor(graph, node, u.channel_multiple)
+        if u.window_taps and node.op in ("conv", "depthwise_conv"):
+            taps = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).spatial_size
+            if 0 < taps < u.window_taps:
+                f *= u.window_taps / taps
         spatial = ("conv", "depthwise_conv", "depthwise_conv_large", "pool")
         if u.efficient_width_px and op_class(node, graph) in spatial:
             out = graph.output_tensors(node)[0]

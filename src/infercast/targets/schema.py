@@ -72,6 +72,10 @@ class ComputeUnit:
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
     accumulators idle); 0: no such effect."""
+    window_taps: int = 0
+    """A unit whose MAC array computes a fixed kernel window per pixel (the K210 KPU: 3x3 =
+    9 taps) runs a conv with fewer taps as if it had this many (a 1x1 conv uses one of
+    nine); 0: no such effect."""
     thread_efficiency: float = 0.0
     """CPU units: each thread beyond the first adds this fraction of one thread's speed to the
     kernels the runtime parallelises; 0: not stated (the forecast assumes 0.8)."""
@@ -357,6 +361,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "reduction_half_depth",
         "thread_efficiency",
         "per_channel_slowdown",
+        "window_taps",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -405,6 +410,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
             errs, t, "reduction_half_depth", p + "reduction_half_depth", 0.0, allow_zero=True
         ),
         thread_efficiency=_fraction(errs, t, "thread_efficiency", p + "thread_efficiency"),
+        window_taps=_count(errs, t, "window_taps", p + "window_taps"),
         per_channel_slowdown=_pos_float(
             errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
         ),

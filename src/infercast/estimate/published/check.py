@@ -150,6 +150,7 @@ def row_sample(row: PublishedRow, target: Target, graph: Graph) -> Sample:
         measured_s=row.latency_s,
         threads=row.threads,
         peak_scale=dict(fc.params.peak_scale),
+        device_only=row.timed == "device",
     )
 
 

@@ -19,7 +19,7 @@ from infercast.errors import InfercastError
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "published-latency.csv"
 FORMAT = "infercast.published/1"
 COLUMNS = ("row_id", "board", "target", "model", "recipe", "quant", "threads", "clock_hz",
-           "runtime", "latency_ms", "fit", "source", "conditions")  # fmt: skip
+           "runtime", "timed", "latency_ms", "fit", "source", "conditions")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class PublishedRow:
     clock_hz: float | None
     """Clock of the measured unit when it differs from the target file's."""
     runtime: str
+    timed: str
+    """``call`` (a whole inference call) or ``device`` (the accelerator's own time)."""
     latency_s: float
     fit: bool
     source: str
@@ -49,7 +51,7 @@ class PublishedRow:
 
 def _parse(rec: dict[str, str], where: str) -> PublishedRow:
     try:
-        return PublishedRow(
+        row = PublishedRow(
             row_id=rec["row_id"],
             board=rec["board"],
             target=rec["target"],
@@ -59,6 +61,7 @@ def _parse(rec: dict[str, str], where: str) -> PublishedRow:
             threads=int(rec["threads"] or 1),
             clock_hz=float(rec["clock_hz"]) if rec["clock_hz"] else None,
             runtime=rec["runtime"],
+            timed=rec["timed"],
             latency_s=float(rec["latency_ms"]) / 1e3,
             fit=rec["fit"].strip().lower() == "yes",
             source=rec["source"],
@@ -66,6 +69,9 @@ def _parse(rec: dict[str, str], where: str) -> PublishedRow:
         )
     except (KeyError, ValueError) as exc:
         raise InfercastError(f"{where}: malformed published row ({exc})") from exc
+    if row.timed not in ("call", "device"):
+        raise InfercastError(f"{where}: timed must be call or device, not {row.timed!r}")
+    return row
 
 
 def load_rows(path: str | Path | None = None) -> list[PublishedRow]:
