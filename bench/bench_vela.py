@@ -37,7 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from infercast.estimate import estimate  # noqa: E402
+from infercast import estimate  # noqa: E402
 from infercast.estimate.fit import Sample, fit_values, predict  # noqa: E402
 from infercast.estimate.forecast import Params  # noqa: E402
 from infercast.estimate.published.build import cache_root, ensure  # noqa: E402

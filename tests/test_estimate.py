@@ -4,8 +4,8 @@ one-time costs, output formats, and runtime behaviour checked against ONNX Runti
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from infercast import estimate
 from infercast.cli import main
-from infercast.estimate import estimate
 from infercast.estimate.forecast import kernel_time
 from infercast.estimate.fusion import elided_transposes, kernels
 from infercast.frontends import load

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from infercast import estimate
 from infercast.cli import main
-from infercast.estimate import estimate
 from infercast.estimate.calibrate import (
     calibrate_latencies,
     read_latencies,

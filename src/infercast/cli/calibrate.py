@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from infercast.cli.common import CheckFormat, CheckFormatOpt, TargetOpt, emit, progress
+from infercast.cli.common import CheckFormat, CheckFormatOpt, Output, TargetOpt, progress
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
@@ -45,6 +44,7 @@ ModelsOpt = Annotated[
         "all, or one per profile, in order).",
     ),
 ]
+
 LatenciesOpt = Annotated[
     Path | None,
     typer.Option(
@@ -84,57 +84,48 @@ def calibrate(
     whole-model latencies timed on a board (--from-latencies FILE.csv). The file extends
     TARGET with plain fitted numbers; use it as --target FILE.
     """
-    from infercast.estimate.calibrate import calibrate_profiles, calibrate_runtime
-    from infercast.targets import load_target
+    import infercast.api as api
+    from infercast.report.calibration import summary_text
 
-    if sum(x is not None and x != [] for x in (runtime, profiles, latencies)) != 1:
+    if sum(bool(x) for x in (runtime, profiles, latencies)) != 1:
         raise InfercastError(
             "give either --runtime (measure here), --from PROFILE (fit a profile) or "
             "--from-latencies FILE.csv (fit whole-model times)",
             "e.g. infercast calibrate --target host --runtime ort -o host-ort.toml",
         )
-    tgt = load_target(target)
     if latencies is not None or (profiles and _vx_logs(profiles)):
-        _whole_model(tgt, latencies, profiles or [], models or [], params or [], output, fmt)
+        tgt = api.load_target(target)
+        logs = list(profiles or [])
+        ins = [*(models or []), *logs, latencies, tgt.path, *tgt.chain]
+        _whole_model(
+            tgt, latencies, logs, list(models or []), params or [], Output(output, ins), fmt
+        )
         return
     if params:
         raise InfercastError("--param applies to whole-model fits (--from-latencies)")
-    if profiles:
-        ms = list(models or [])
-        if not ms or (len(ms) != 1 and len(ms) != len(profiles)):
-            raise InfercastError(
-                f"--from needs the model each profile was measured on: {len(profiles)} "
-                f"profile(s), {len(ms)} --model",
-                "pass one --model for all profiles, or one per profile in the same order",
-            )
-        pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles)]
-        result = calibrate_profiles(tgt, pairs)
-    else:
-        assert runtime is not None
-        result = calibrate_runtime(
-            tgt, runtime, threads=threads, budget_s=budget, progress=progress
+    ms = list(models or [])
+    if profiles and (not ms or (len(ms) != 1 and len(ms) != len(profiles))):
+        raise InfercastError(
+            f"--from needs the model each profile was measured on: {len(profiles)} "
+            f"profile(s), {len(ms)} --model",
+            "pass one --model for all profiles, or one per profile in the same order",
         )
-    emit(result.toml, output)
-    if fmt is CheckFormat.json:
-        emit(json.dumps({**result.summary(), "file": str(output)}, indent=1), None)
-        return
-    f = result.fit
-    effs = ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.efficiency.items()))
-    bws = ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in f.bandwidth.items())
-    emit(
-        f"calibrated {tgt.name} ({result.runtime}"
-        + (f", {result.threads} thread(s)" if result.threads else "")
-        + f") on {result.samples} samples in {result.elapsed_s:.0f} s -> {output}\n"
-        f"  unit {f.unit}: efficiency {effs}\n"
-        f"  op_overhead_s {f.op_overhead_s:.3g}, channel_multiple {f.channel_multiple}, "
-        f"invoke_overhead_s {f.invoke_overhead_s:.3g}"
-        + (f", bandwidth {bws}" if bws else "")
-        + f"\n  fit RMSPE on its own samples: {f.rmspe:.1%}",
-        None,
+    pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles or [])]
+    tgt = api.load_target(target)
+    out = Output(output, [*ms, *(profiles or []), tgt.path, *tgt.chain])
+    result = api.calibrate(
+        tgt, runtime=runtime, profiles=pairs, threads=threads, budget_s=budget, progress=progress
     )
+    out.text(result.toml)
+    stdout = Output(None)
+    if fmt is CheckFormat.json:
+        stdout.json({**result.to_dict(), "file": str(output)})
+    else:
+        stdout.text(summary_text(result, str(output)))
 
 
 def _vx_logs(profiles: list[Path]) -> bool:
+    """True when every --from file is a VeriSilicon NPU driver log (none: per-op profiles)."""
     from infercast.estimate.calibrate import looks_like_vx_perf_log
 
     flags = []
@@ -154,16 +145,11 @@ def _whole_model(
     logs: list[Path],
     models: list[Path],
     params: list[str],
-    output: Path,
+    out: Output,
     fmt: CheckFormat,
 ) -> None:
-    from infercast.estimate.calibrate import (
-        calibrate_latencies,
-        loo_median,
-        loo_worst,
-        read_latencies,
-        vx_log_rows,
-    )
+    from infercast.estimate.calibrate import calibrate_latencies, read_latencies, vx_log_rows
+    from infercast.report.calibration import latency_dict, latency_text
 
     if latencies is not None:
         rows = read_latencies(latencies)
@@ -178,23 +164,9 @@ def _whole_model(
         rows = vx_log_rows(list(zip(models, logs, strict=True)))
         label = " ".join(str(p) for p in logs)
     res = calibrate_latencies(tgt, rows, params, label=label)
-    emit(res.toml, output)
+    out.text(res.toml)
+    written = str(out.path)
     if fmt is CheckFormat.json:
-        emit(json.dumps({**res.summary(), "file": str(output)}, indent=1), None)
-        return
-    lines = [
-        f"calibrated {tgt.name} on {len(rows)} whole-model time(s) -> {output}",
-        "  fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in res.values.items()),
-        f"  {'model':40s} {'measured':>10s} {'fit':>10s} {'residual':>9s} "
-        f"{'leave-one-out':>13s} {'error':>7s}",
-    ]
-    for (name, f, m), (_, lf, _) in zip(res.fit, res.loo, strict=True):
-        lines.append(
-            f"  {name[:40]:40s} {m * 1e3:8.3f}ms {f * 1e3:8.3f}ms {f / m - 1:+9.1%} "
-            f"{lf * 1e3:11.3f}ms {lf / m - 1:+7.1%}"
-        )
-    lines.append(
-        f"  leave-one-out: median |error| {loo_median(res.loo):.0%}, "
-        f"worst {loo_worst(res.loo):.2f}x"
-    )
-    emit("\n".join(lines), None)
+        Output(None).json({**latency_dict(res), "file": written})
+    else:
+        Output(None).text(latency_text(res, written))

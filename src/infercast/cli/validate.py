@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from infercast.cli.common import Format, FormatOpt, OutOpt, emit, render
+from infercast.cli.common import Format, FormatOpt, OutOpt, Output
 from infercast.errors import InfercastError
 
 ModelsArg = Annotated[
@@ -63,6 +62,9 @@ def validate(
     """Forecast and measure each MODEL on this machine (per-model error, share within ±10%,
     RMSPE, Spearman ρ), or, with --published, forecast every published device measurement
     of the targets and compare."""
+    import infercast.api as api
+    from infercast.report import validation as rep
+
     if threads is not None and threads < 1:
         raise InfercastError(f"--threads must be at least 1, not {threads}")
     if published:
@@ -75,17 +77,15 @@ def validate(
             "give MODEL... and --target (measure here), or --published",
             "e.g. infercast validate --published --target imx8mp-npu-vx",
         )
-    from infercast.estimate.validate import validate as run_validation
-    from infercast.report import estimate as est_rep
-    from infercast.targets import load_target
-
-    v = run_validation(load_target(target), models, threads=threads, budget_s=budget)
+    tgt = api.load_target(target)
+    out = Output(output, [*models, tgt.path, *tgt.chain])
+    v = api.validate(models, tgt, threads=threads, budget_s=budget)
     if fmt is Format.json:
-        emit(json.dumps(v.to_dict(), indent=1), output)
+        out.json(v.to_dict())
     elif fmt is Format.csv:
-        emit(est_rep.validation_csv(v), output)
+        out.text(rep.to_csv(v))
     else:
-        render(est_rep.render_validation(v), output)
+        out.rich(rep.render_table(v))
 
 
 def _published(
@@ -98,19 +98,22 @@ def _published(
 
     rows = load_rows()
     names = None
+    inputs: list[str] = []
     if target is not None:
-        names = [load_target(target).name]
-        if not any(r.target == names[0] for r in rows):
+        tgt = load_target(target)
+        names, inputs = [tgt.name], [tgt.path, *tgt.chain]
+        if not any(r.target == tgt.name for r in rows):
             known = ", ".join(sorted({r.target for r in rows}))
             raise InfercastError(
                 f"no published measurements for target '{target}'", f"targets with rows: {known}"
             )
+    out = Output(output, inputs)
     if threads is not None:
         rows = [r for r in rows if r.threads == threads]
     check = check_published(names, build=build, rows=rows)
     if fmt is Format.json:
-        emit(json.dumps(check.to_dict(), indent=1), output)
+        out.json(check.to_dict())
     elif fmt is Format.csv:
-        emit(rep.to_csv(check), output)
+        out.text(rep.to_csv(check))
     else:
-        render(rep.render_table(check), output)
+        out.rich(rep.render_table(check))

@@ -9,7 +9,7 @@ Two ways in:
   per-call overhead (:mod:`infercast.estimate.fit`).
 * :func:`calibrate_profiles` -- from per-op profiles measured elsewhere (a
   board without infercast): each profiled op is a sample
-  (:mod:`infercast.estimate.profiles`); the per-call overhead is not in a
+  (:mod:`infercast.bench.profiles`); the per-call overhead is not in a
   per-op profile and keeps its value.
 
 Either way the result is a TOML target file that ``extends`` the original
@@ -55,26 +55,6 @@ class CalibrationResult:
     samples: int
     elapsed_s: float
     timings: tuple[Timing, ...] = ()
-
-    def summary(self) -> dict[str, Any]:
-        f = self.fit
-        return {
-            "schema": "infercast.calibration/1",
-            "target": self.base.name,
-            "runtime": self.runtime,
-            "threads": self.threads,
-            "samples": self.samples,
-            "elapsed_s": self.elapsed_s,
-            "unit": f.unit,
-            "channel_multiple": f.channel_multiple,
-            "reduction_half_depth": f.reduction_half_depth,
-            "efficiency": f.efficiency,
-            "op_overhead_s": f.op_overhead_s,
-            "bandwidth_bytes_per_s": f.bandwidth,
-            "invoke_overhead_s": f.invoke_overhead_s,
-            "fit_rmspe": f.rmspe,
-            "kernels": [{"name": n, "predicted_s": p, "measured_s": m} for n, p, m in f.residuals],
-        }
 
 
 def _require_scipy() -> None:
@@ -418,20 +398,6 @@ class LatencyCalibration:
     """(model, leave-one-out forecast s, measured s)."""
     toml: str
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "schema": "infercast.calibration/1",
-            "target": self.base.name,
-            "source": "whole-model latencies",
-            "parameters": self.values,
-            "rows": [
-                {"model": n, "measured_s": m, "fit_s": f, "loo_s": lf}
-                for (n, f, m), (_, lf, _) in zip(self.fit, self.loo, strict=True)
-            ],
-            "loo_median_abs_error": loo_median(self.loo),
-            "loo_worst_ratio": loo_worst(self.loo),
-        }
-
 
 def loo_median(loo: Sequence[tuple[str, float, float]]) -> float:
     import statistics
@@ -483,8 +449,14 @@ def calibrate_latencies(
         fc = estimate(load(r.model), target, threads=r.threads)
         works = tuple(w for _, w in fc.works)
         samples.append(
-            Sample(r.model.name, works, r.seconds, r.whole_model, threads=r.threads,
-                   device_only=not r.whole_model)  # fmt: skip
+            Sample(
+                r.model.name,
+                works,
+                r.seconds,
+                r.whole_model,
+                threads=r.threads,
+                device_only=not r.whole_model,
+            )
         )
     f = fit_values(samples, prior, free)
     loo = leave_one_out(samples, prior, free)

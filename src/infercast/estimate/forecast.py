@@ -57,10 +57,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from infercast.analysis.cost import analyze_graph
+from infercast.analysis.cost import Analysis, analyze_graph
 from infercast.estimate.fusion import Kernel
 from infercast.estimate.work import (
     ALIASING,
@@ -74,7 +73,7 @@ from infercast.estimate.work import (
     op_class,
     peak_key,
 )
-from infercast.ir.graph import Graph, Shape
+from infercast.ir.graph import Graph
 from infercast.ir.labels import BOUNDS, Bound, Placement
 from infercast.targets.placement import PlacementReport, device_graph, place
 from infercast.targets.schema import Target
@@ -97,7 +96,6 @@ __all__ = [
     "peak_key",
 ]
 
-SCHEMA = "infercast.estimate/1"
 DEFAULT_THREAD_EFFICIENCY = 0.8
 """Speed-up of each extra CPU thread when a target states none (U: calibrate it)."""
 
@@ -387,31 +385,6 @@ class LayerForecast:
     def fused_into(self) -> int | None:
         return self.kernel if self.kernel != self.index else None
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "index": self.index,
-            "name": self.name,
-            "op": self.op,
-            "native_op": self.native_op,
-            "placement": self.placement,
-            "unit": self.unit,
-            "latency_s": self.latency_s,
-            "bound": self.bound,
-            "op_class": self.op_class,
-            "dtype": self.dtype,
-            "ops": self.ops,
-            "ops_eff": self.ops_eff,
-            "bytes": self.bytes,
-            "compute_s": self.compute_s,
-            "memory_s": self.memory_s,
-            "overhead_s": self.overhead_s,
-            "transfer_s": self.transfer_s,
-            "rewrite_s": self.rewrite_s,
-        }
-        if self.fused_into is not None:
-            d["fused_into"] = self.fused_into
-        return d
-
 
 @dataclass(frozen=True)
 class Forecast:
@@ -422,6 +395,9 @@ class Forecast:
     params: Params = field(repr=False)
     placement: PlacementReport = field(repr=False)
     notes: tuple[str, ...] = ()
+    unknown_layers: int = 0
+    """Layers of the model (subgraphs included) whose cost is unknown (no cost rule, a
+    shape not known statically): the forecast leaves their arithmetic out."""
 
     @property
     def invoke_s(self) -> float:
@@ -447,7 +423,7 @@ class Forecast:
 
     @property
     def complete(self) -> bool:
-        return all(ly.bound != "unknown" for ly in self.layers)
+        return self.unknown_layers == 0 and all(ly.bound != "unknown" for ly in self.layers)
 
     def by_bound(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -470,31 +446,6 @@ class Forecast:
             "kernels": sum(1 for ly in self.layers if ly.bound not in ("fused", "elided")),
             "by_bound_s": self.by_bound(),
             "complete": self.complete,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        cal = self.target.calibration
-        return {
-            "schema": SCHEMA,
-            "target": self.target.name,
-            "target_file": self.target.path,
-            "model": self.model,
-            "threads": self.threads,
-            "calibration": {
-                "calibrated": cal.calibrated,
-                "source": cal.source,
-                "runtime": cal.runtime,
-                "threads": cal.threads,
-                "fit_rmspe": cal.fit_rmspe,
-                "rows": len(cal.rows),
-                "loo_median_abs_error": cal.loo_median_abs_error,
-                "loo_worst_ratio": cal.loo_worst_ratio,
-                "uncertainty": uncertainty(target=self.target),
-            },
-            "units": {"time": "s", "ops": "arithmetic ops, 1 MAC = 2 ops", "bytes": "bytes"},
-            "totals": self.totals(),
-            "layers": [ly.to_dict() for ly in self.layers],
-            "notes": list(self.notes),
         }
 
 
@@ -523,38 +474,41 @@ def cpu_threads(target: Target, threads: int | None) -> int:
 
 
 def estimate(
-    model: str | Path | Graph,
-    target: Target | str,
-    input_shapes: Mapping[str, Shape] | None = None,
+    graph: Graph,
+    target: Target,
     *,
+    placement: PlacementReport | None = None,
+    analysis: Analysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
     threads: int | None = None,
     clock_hz: float | None = None,
 ) -> Forecast:
-    """Forecast per-layer latency of ``model`` on ``target``.
+    """Forecast per-layer latency of ``graph`` on ``target``.
 
-    ``params`` overrides the target's numbers (what calibration varies);
-    ``fuse=False`` costs every op as its own kernel; ``threads``: the CPU runtime's
-    thread count (default 1); ``clock_hz``: the clock of the target's main unit (its
-    accelerator, else its CPU) when it differs from the file's.
+    ``placement`` (``place(graph, target)``) and ``analysis`` (``analyze_graph(graph)``)
+    are computed here when not given. ``params`` overrides the target's numbers
+    (what calibration varies); ``fuse=False`` costs every op as its own kernel;
+    ``threads``: the CPU runtime's thread count (default 1); ``clock_hz``: the clock
+    of the target's main unit (its accelerator, else its CPU) when it differs from the
+    file's.
     """
-    from infercast.targets.loader import load_target
-
-    tgt = load_target(target) if isinstance(target, str) else target
-    if isinstance(model, Graph):
-        graph = model
-    else:
-        from infercast.frontends import load
-
-        graph = load(model, input_shapes)
-    n = cpu_threads(tgt, threads if params is None or threads is not None else params.threads)
-    report = place(graph, tgt)
-    works, notes = build_works(device_graph(graph, tgt), analyze_graph(graph), report, tgt, fuse)
-    p = dataclasses.replace(params or Params.of(tgt), threads=n)
+    if placement is None:
+        placement = place(graph, target)
+    elif placement.graph is not graph or placement.target is not target:
+        raise ValueError("estimate(): the placement is of another graph or target")
+    if analysis is None:
+        analysis = analyze_graph(graph)
+    elif analysis.graph is not graph:
+        raise ValueError("estimate(): the analysis is of another graph")
+    n = cpu_threads(target, threads if params is None or threads is not None else params.threads)
+    works, notes = build_works(device_graph(graph, target), analysis, placement, target, fuse)
+    p = dataclasses.replace(params or Params.of(target), threads=n)
     if clock_hz is not None:
-        p = with_clock(tgt, p, clock_hz)
-    return assemble(tgt, str(graph.path or graph.name), report, works, p, notes)
+        p = with_clock(target, p, clock_hz)
+    fc = assemble(target, str(graph.path or graph.name), placement, works, p, notes)
+    t = analysis.totals
+    return dataclasses.replace(fc, unknown_layers=t.unsupported_layers + t.unknown_shape_layers)
 
 
 def with_clock(target: Target, p: Params, clock_hz: float) -> Params:
