@@ -270,7 +270,7 @@ def test_vx_per_channel_weights_are_found(keras_dir: Path) -> None:
     """Every conv / depthwise / FC whose weights LiteRT reports with several scales is a
     per-channel kernel for the forecast (whose cost the NPU's ``per_channel_slowdown``
     sets); the int8 path stays on the NN core."""
-    from infercast.estimate import estimate
+    from infercast import estimate
 
     model = keras_dir / "mobilenet_v2_int8.tflite"
     ops, tensors, _, _ = litert_graph(model)

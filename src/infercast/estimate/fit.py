@@ -166,9 +166,15 @@ class Batch:
         cols["act"].append(float(w.act_bytes))
         cols["act_bw"].append(self._mem(w.act_memory))
         cols["wb"].append(float(w.weight_bytes))
+        bkey = f"units.{u}.broadcast_read_factor"
+        uses = w.broadcast_bytes and w.weight_memory is not None
+        uses = uses and (bkey in free or p.broadcast_read_factor.get(u, 0.0) > 0)
+        cols["bb"].append(float(w.broadcast_bytes) if uses else 0.0)
+        cols["bf"].append(self._param(bkey) if uses else -1)
         cols["w_bw"].append(self._mem(w.weight_memory))
         cols["streamed"].append(float(w.streamed_bytes))
         cols["ov"].append(self._param(f"units.{u}.op_overhead_s"))
+        cols["sync"].append(self._param(f"units.{u}.thread_sync_s") if par else -1)
         cols["ntr"].append(0.0 if s.device_only else float(len(w.transfers)))
         cols["trb"].append(0.0 if s.device_only else float(sum(w.transfers)))
         rw = w.rewrite_bytes is not None
@@ -188,6 +194,10 @@ class Batch:
         return theta
 
     def _base_value(self, name: str) -> float:
+        if name.endswith(".thread_sync_s"):
+            return self.base.thread_sync_s.get(name.split(".")[1], 0.0)
+        if name.endswith(".broadcast_read_factor"):
+            return self.base.broadcast_read_factor.get(name.split(".")[1], 0.0)
         if name.endswith(".thread_efficiency"):
             return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
         return self.base.get(name)
@@ -214,10 +224,12 @@ class Batch:
             if "crossing.fixed_s" in self._index
             else self.base.crossing_fixed_s
         )
-        memory = c["act"] * inv_bw[c["act_bw"]] + c["wb"] * inv_bw[c["w_bw"]] + c["streamed"] / xbw
+        weights = c["wb"] + c["bb"] * t0[c["bf"]]
+        memory = c["act"] * inv_bw[c["act_bw"]] + weights * inv_bw[c["w_bw"]] + c["streamed"] / xbw
         transfer = c["ntr"] * xfix + c["trb"] / xbw
         rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
-        per_kernel = np.maximum(compute, memory) + t0[c["ov"]] + transfer + rewrite
+        overhead = t0[c["ov"]] + t0[c["sync"]]
+        per_kernel = np.maximum(compute, memory) + overhead + transfer + rewrite
         out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
         invoke = (
             theta[self._index["calibration.invoke_overhead_s"]]
@@ -228,8 +240,8 @@ class Batch:
 
 
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
-                  "rw_ov", "rw_bw")  # fmt: skip
-_COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "streamed",
+                  "sync", "rw_ov", "rw_bw", "bf")  # fmt: skip
+_COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
             "ntr", "trb", "rw", "rwb")  # fmt: skip
 
 
@@ -244,7 +256,9 @@ def bounds_of(key: str) -> tuple[float, float]:
         return (1e-4, 1.0)
     if key.endswith("per_channel_slowdown"):
         return (1.0, 100.0)
-    if key.endswith("op_overhead_s"):
+    if key.endswith("broadcast_read_factor"):
+        return (1e-3, 1e3)
+    if key.endswith("op_overhead_s") or key.endswith("thread_sync_s"):
         return (1e-8, 1e-2)
     if key == "calibration.invoke_overhead_s":
         return (1e-7, 1e-1)

@@ -18,7 +18,8 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   differs from the file's); on a CPU unit the peak covers all its ``cores``,
   and a kernel runs at ``peak / cores x (1 + (threads - 1) x thread_efficiency)``
   when the runtime splits it across threads (``work.PARALLEL_CLASSES``), at
-  ``peak / cores`` otherwise. Weights quantised per channel multiply the
+  ``peak / cores`` otherwise; a split kernel also pays ``thread_sync_s`` (the pool's
+  wake-up and end barrier) in its overhead. Weights quantised per channel multiply the
   compute time by the unit's ``per_channel_slowdown`` (1: no effect);
 * ``memory_s = activation bytes / bandwidth of the memory holding
   activations (layer_io for accelerator layers) + weight bytes / bandwidth of
@@ -130,7 +131,10 @@ class Params:
     cores: Mapping[str, int] = field(default_factory=dict)
     """CPU unit -> cores its peak covers (other kinds are absent: no thread scaling)."""
     thread_efficiency: Mapping[str, float] = field(default_factory=dict)
+    thread_sync_s: Mapping[str, float] = field(default_factory=dict)
+    """CPU unit -> seconds of thread-pool hand-off per parallel kernel when threads > 1."""
     per_channel_slowdown: Mapping[str, float] = field(default_factory=dict)
+    broadcast_read_factor: Mapping[str, float] = field(default_factory=dict)
     peak_scale: Mapping[str, float] = field(default_factory=dict)
     """unit -> clock of the forecast over the file's clock (1 when absent)."""
     threads: int = 1
@@ -174,7 +178,9 @@ class Params:
             thread_efficiency={
                 u.name: u.thread_efficiency or DEFAULT_THREAD_EFFICIENCY for u in cpus
             },
+            thread_sync_s={u.name: u.thread_sync_s for u in cpus},
             per_channel_slowdown={u.name: u.per_channel_slowdown for u in target.units.values()},
+            broadcast_read_factor={u.name: u.broadcast_read_factor for u in target.units.values()},
             threads=threads,
         )
 
@@ -191,6 +197,12 @@ class Params:
             return 1.0
         n = min(self.threads, self.cores[unit])
         return 1.0 + (n - 1) * self.thread_efficiency.get(unit, DEFAULT_THREAD_EFFICIENCY)
+
+    def sync_s(self, unit: str, parallel: bool) -> float:
+        """Thread hand-off seconds of one kernel on ``unit`` (0 on one thread)."""
+        if not parallel or unit not in self.cores or min(self.threads, self.cores[unit]) < 2:
+            return 0.0
+        return self.thread_sync_s.get(unit, 0.0)
 
     def rate(self, unit: str, dtype: str, parallel: bool) -> float:
         """Ops/s of ``unit`` at efficiency 1 for a kernel computing in ``dtype``."""
@@ -216,8 +228,10 @@ class Params:
             return self.eff(*sub)
         if slot == "thread_efficiency":
             return float(table.get(sub, DEFAULT_THREAD_EFFICIENCY))
-        if slot in ("per_channel_slowdown",):
+        if slot == "per_channel_slowdown":
             return float(table.get(sub, 1.0))
+        if slot in ("thread_sync_s", "broadcast_read_factor"):
+            return float(table.get(sub, 0.0))
         if sub not in table:
             raise EstimateError(f"the target has no parameter '{key}'")
         return float(table[sub])
@@ -241,6 +255,8 @@ _UNIT_SLOTS = {
     "reduction_half_depth": "reduction_half",
     "thread_efficiency": "thread_efficiency",
     "per_channel_slowdown": "per_channel_slowdown",
+    "thread_sync_s": "thread_sync_s",
+    "broadcast_read_factor": "broadcast_read_factor",
 }
 
 
@@ -265,7 +281,7 @@ def _slot(key: str) -> tuple[str, Any]:
     raise EstimateError(
         f"'{key}' is not a fittable parameter",
         "use units.U.efficiency.CLASS, units.U.op_overhead_s, units.U.thread_efficiency, "
-        "units.U.per_channel_slowdown, units.U.peak_<dtype>_ops_per_s, "
+        "units.U.per_channel_slowdown, units.U.thread_sync_s, units.U.peak_<dtype>_ops_per_s, "
         "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s or "
         "calibration.invoke_overhead_s",
     )
@@ -325,6 +341,9 @@ def kernel_time(w: Work, p: Params) -> Times:
         memory += w.act_bytes / p.bandwidth[w.act_memory]
     if w.weight_memory is not None:
         memory += w.weight_bytes / p.bandwidth[w.weight_memory]
+        factor = p.broadcast_read_factor.get(w.unit, 0.0)
+        if factor and w.broadcast_bytes:
+            memory += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
     memory += w.streamed_bytes / p.crossing_bytes_per_s
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
     rewrite = 0.0
@@ -332,7 +351,9 @@ def kernel_time(w: Work, p: Params) -> Times:
         rewrite = p.overhead_s.get(w.fallback_unit, 0.0)
         if w.fallback_memory is not None:
             rewrite += w.rewrite_bytes / p.bandwidth[w.fallback_memory]
-    return Times(compute_time(w, p), memory, p.overhead_s.get(w.unit, 0.0), transfer, rewrite)
+    split = w.parallel and w.ops > 0 and w.dtype is not None
+    overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
+    return Times(compute_time(w, p), memory, overhead, transfer, rewrite)
 
 
 def bound_of(w: Work, t: Times) -> Bound:
@@ -591,6 +612,15 @@ def assemble(
     """Turn kernels' work into per-layer results under parameters ``p``."""
     layers = _layers(report, works, p)
     all_notes = [*notes, _calibration_note(target, p)]
+    per_channel: dict[str, int] = {}
+    for _k, w in works:
+        if w.per_channel and p.per_channel_slowdown.get(w.unit, 1.0) != 1.0:
+            per_channel[w.unit] = per_channel.get(w.unit, 0) + 1
+    for unit, n in per_channel.items():
+        all_notes.append(
+            f"{n} kernel(s) with per-channel weights on {unit}: their compute x"
+            f"{p.per_channel_slowdown[unit]:.3g} (units.{unit}.per_channel_slowdown)"
+        )
     unknown = [ly.name for ly in layers if ly.bound == "unknown"]
     if unknown:
         all_notes.append(

@@ -103,6 +103,10 @@ class Work:
     """The anchor's weights are quantised per channel (one scale per output channel)."""
     parallel: bool = False
     """A multi-threaded CPU runtime splits this kernel across its threads (PARALLEL_CLASSES)."""
+    broadcast_bytes: int = 0
+    """Output elements x element size of the constant operand of an element-wise op whose
+    constant is smaller than its output (what a unit that re-reads broadcast constants
+    reads, times its ``broadcast_read_factor``)."""
 
     @property
     def ops_eff(self) -> float:
@@ -289,6 +293,19 @@ def note_slowdown(ly: LayerPlacement, target: Target) -> float:
                 f *= float(v)
                 break
     return f
+
+
+def broadcast_bytes(graph: Graph, node: Node) -> int:
+    """Output elements x the constant's element size, for an element-wise op with a
+    constant operand smaller than its output; 0 otherwise."""
+    h = get_handler(node.op)
+    if h is None or h.family != "elementwise" or not node.outputs:
+        return 0
+    out = graph.tensors[node.outputs[0]]
+    for t in weight_tensors(graph, node):
+        if out.elements and t.elements and t.elements < out.elements:
+            return t.dtype.nbytes(out.elements)
+    return 0
 
 
 def per_channel_weights(graph: Graph, node: Node) -> bool:
@@ -481,6 +498,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         elided=len(members) == 1 and k.anchor in ctx.elided,
         per_channel=per_channel_weights(dev, anchor),
         parallel=cls in PARALLEL_CLASSES,
+        broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
     )
 
 

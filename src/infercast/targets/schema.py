@@ -79,6 +79,14 @@ class ComputeUnit:
     thread_efficiency: float = 0.0
     """CPU units: each thread beyond the first adds this fraction of one thread's speed to the
     kernels the runtime parallelises; 0: not stated (the forecast assumes 0.8)."""
+    broadcast_read_factor: float = 0.0
+    """An element-wise op whose other operand is a constant smaller than its output (a
+    per-channel scale) reads that constant again for every output element, this many
+    times its element size (Arm Vela charges Ethos-U such reads from flash per output
+    element); 0: the constant is read once."""
+    thread_sync_s: float = 0.0
+    """CPU units: what splitting one kernel across threads costs (waking the pool, the
+    barrier at its end), once per parallel kernel when threads > 1."""
     per_channel_slowdown: float = 1.0
     """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
 
@@ -362,6 +370,8 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "thread_efficiency",
         "per_channel_slowdown",
         "window_taps",
+        "thread_sync_s",
+        "broadcast_read_factor",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -411,6 +421,12 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         ),
         thread_efficiency=_fraction(errs, t, "thread_efficiency", p + "thread_efficiency"),
         window_taps=_count(errs, t, "window_taps", p + "window_taps"),
+        broadcast_read_factor=_pos_float(
+            errs, t, "broadcast_read_factor", p + "broadcast_read_factor", 0.0, allow_zero=True
+        ),
+        thread_sync_s=_pos_float(
+            errs, t, "thread_sync_s", p + "thread_sync_s", 0.0, allow_zero=True
+        ),
         per_channel_slowdown=_pos_float(
             errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
         ),
