@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
     CpuThreadsOpt,
     Format,
     FormatOpt,
@@ -14,12 +16,16 @@ from infercast.cli.common import (
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
+    TopNOpt,
     exit_if_incomplete,
+    table_options,
 )
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
     from infercast.api import AnalysisResult, EstimateResult, MemoryPlan
+    from infercast.report.table import TableOptions
 
 MemoryPlanOpt = Annotated[
     bool,
@@ -59,6 +65,10 @@ def analyze(
     alignment: AlignmentOpt = 16,
     in_place: InPlaceOpt = False,
     target: ForecastTargetOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
     threads: CpuThreadsOpt = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL.
@@ -74,6 +84,7 @@ def analyze(
             f"--alignment must be a positive number of bytes, not {alignment}",
             "use --alignment 16 (TFLite Micro) or 1 for none",
         )
+    opts = table_options(columns, sort, top)
     tgt = api.load_target(target) if target is not None and not memory_plan else None
     out = Output(output, [model, *(tgt.chain if tgt else ())])
     graph = api.load(model, parse_input_shapes(input_shape or []))
@@ -90,7 +101,7 @@ def analyze(
             "--threads sets the forecast's CPU threads: it needs --target",
             "e.g. infercast analyze MODEL -t imx8mp-cpu --threads 4",
         )
-    _render(result, forecast, fmt, out)
+    _render(result, forecast, fmt, out, opts, by is not None)
     exit_if_incomplete(incomplete_message(result))
 
 
@@ -106,7 +117,12 @@ def _render_plan(memory: MemoryPlan, fmt: Format, out: Output) -> None:
 
 
 def _render(
-    result: AnalysisResult, forecast: EstimateResult | None, fmt: Format, out: Output
+    result: AnalysisResult,
+    forecast: EstimateResult | None,
+    fmt: Format,
+    out: Output,
+    opts: TableOptions,
+    by_op: bool,
 ) -> None:
     from infercast.report import analysis as rep
     from infercast.report import estimate as est_rep
@@ -124,9 +140,12 @@ def _render(
             rows = est_rep.with_forecast(result.to_records(), forecast)
             out.text(csv_text([*rep.CSV_COLUMNS, *est_rep.FORECAST_COLUMNS], rows))
     elif forecast is None:
-        out.rich(rep.render_table(result, result.memory_plan))
+        out.rich(rep.render_table(result, result.memory_plan, opts, by_op=by_op))
     else:
         from rich.console import Group
 
-        tables = rep.render_table(result, result.memory_plan), est_rep.render_table(forecast)
+        tables = (
+            rep.render_table(result, result.memory_plan, opts, by_op=by_op),
+            est_rep.render_table(forecast, opts, by_op=by_op),
+        )
         out.rich(Group(*tables))

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
     CpuThreadsOpt,
     Format,
     FormatOpt,
@@ -14,8 +16,11 @@ from infercast.cli.common import (
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
     exit_if_incomplete,
+    table_options,
 )
 
 NoFuseOpt = Annotated[
@@ -30,6 +35,10 @@ def estimate(
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
     no_fuse: NoFuseOpt = False,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
     threads: CpuThreadsOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
@@ -45,6 +54,7 @@ def estimate(
     from infercast.report import estimate as rep
     from infercast.report.analysis import incomplete_message
 
+    opts = table_options(columns, sort, top)
     tgt = api.load_target(target)
     out = Output(output, [model, tgt.path, *tgt.chain])
     graph = api.load(model, parse_input_shapes(input_shape or []))
@@ -54,7 +64,7 @@ def estimate(
     elif fmt is Format.csv:
         out.text(rep.to_csv(fc))
     else:
-        out.rich(rep.render_table(fc))
+        out.rich(rep.render_table(fc, opts, by_op=by is not None))
     if not fc.complete:
         message = incomplete_message(fc.analysis) if fc.analysis is not None else None
         exit_if_incomplete(message or rep.incomplete(fc))
