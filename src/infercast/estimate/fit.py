@@ -213,7 +213,8 @@ class Batch:
             c["depth"] > 0, (c["depth"] + t0[c["half"]]) / np.maximum(c["depth"], 1), 1.0
         )
         compute = c["ops"] * halfterm * t1[c["pc"]] / rate
-        inv_bw = np.append(1.0 / theta, 0.0)
+        with np.errstate(divide="ignore"):  # a 0 parameter that is no bandwidth
+            inv_bw = np.append(1.0 / theta, 0.0)
         xbw = (
             theta[self._index["crossing.bytes_per_s"]]
             if "crossing.bytes_per_s" in self._index
