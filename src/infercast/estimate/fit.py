@@ -293,17 +293,19 @@ def fit_values(
     *,
     prior_weight: float = PRIOR_WEIGHT,
     extra_starts: Sequence[Mapping[str, float]] = (),
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> Fit:
     """Least-squares fit of the dotted ``keys`` to ``samples`` (see the module docstring).
 
     The prior is ``base``'s value of each key; ``extra_starts`` are further start points
-    (the best local minimum wins)."""
+    (the best local minimum wins); ``bounds`` narrows a key's physical range (``bounds_of``)."""
     if not samples:
         raise InfercastError("no measured samples to fit", "measure some models first")
     keys = list(dict.fromkeys(keys))
     batch = Batch(samples, base, keys)
-    lo = np.log([bounds_of(k)[0] for k in keys])
-    hi = np.log([bounds_of(k)[1] for k in keys])
+    lim = [(bounds or {}).get(k, bounds_of(k)) for k in keys]
+    lo = np.log([b[0] for b in lim])
+    hi = np.log([b[1] for b in lim])
     stated = batch.theta0[: len(keys)]
     prior = np.clip(np.log(np.maximum(stated, 1e-300)), lo + 1e-9, hi - 1e-9)
     # A value the target does not state (0: no per-call cost, say) is no prior to pull to.

@@ -169,7 +169,9 @@ class Params:
             peak=peak,
             efficiency=eff,
             overhead_s={u.name: u.op_overhead_s for u in target.units.values()},
-            bandwidth={m.name: m.bandwidth_bytes_per_s for m in target.memories.values()},
+            bandwidth={
+                m.name: m.bandwidth_bytes_per_s * m.efficiency for m in target.memories.values()
+            },
             crossing_fixed_s=target.crossing.fixed_s,
             crossing_bytes_per_s=target.crossing.bytes_per_s,
             invoke_s=target.calibration.invoke_overhead_s,

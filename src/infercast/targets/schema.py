@@ -104,6 +104,9 @@ class Memory:
     holds: tuple[str, ...]
     on_overflow: str
     """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
+    efficiency: float = 1.0
+    """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
+    re-reads); 1 when absent."""
 
 
 @dataclass(frozen=True)
@@ -456,8 +459,21 @@ def _fraction(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> flo
 def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
     p = f"memories.{name}."
     _unknown(
-        errs, t, p, ("description", "size_bytes", "bandwidth_bytes_per_s", "holds", "on_overflow")
+        errs,
+        t,
+        p,
+        (
+            "description",
+            "size_bytes",
+            "bandwidth_bytes_per_s",
+            "holds",
+            "on_overflow",
+            "efficiency",
+        ),
     )
+    efficiency = _fraction(errs, t, "efficiency", p + "efficiency") if "efficiency" in t else 1.0
+    if "efficiency" in t and efficiency == 0:
+        errs.add(p + "efficiency", "must be above 0")
     return Memory(
         name=name,
         description=_str(errs, t, "description", p + "description", default=""),
@@ -469,6 +485,7 @@ def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
         on_overflow=_str(
             errs, t, "on_overflow", p + "on_overflow", default="fail", choices=("fail", "stream")
         ),
+        efficiency=efficiency or 1.0,
     )
 
 

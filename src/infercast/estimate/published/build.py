@@ -80,9 +80,7 @@ def ensure(
 
 
 def _build_in_subprocess(recipe: str, quants: list[str], dest: Path) -> None:
-    import infercast
-
-    src = str(Path(infercast.__file__).resolve().parents[1])
+    src = str(Path(__file__).resolve().parents[3])  # the folder holding the infercast package
     path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
                TF_ENABLE_ONEDNN_OPTS="0", PYTHONHASHSEED="0", PYTHONPATH=path)  # fmt: skip
