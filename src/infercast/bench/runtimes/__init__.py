@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from infercast.bench import inputgen
 from infercast.bench.inputs import InputSpec
 from infercast.bench.profiles.base import Profile
 from infercast.errors import InfercastError
@@ -139,19 +140,4 @@ def resolve_options(rt: Runtime, given: Mapping[str, Any]) -> dict[str, Any]:
 
 def fixed_shape(name: str, dims: Any, input_shapes: Shapes) -> tuple[int, ...]:
     """A concrete shape for input ``name``: the model's, or ``--input-shape``'s."""
-    if name in input_shapes:
-        return tuple(int(d) for d in input_shapes[name])
-    out = []
-    for d in list(dims):
-        if isinstance(d, (int, np.integer)) and int(d) >= 0:
-            out.append(int(d))
-        else:
-            raise ModelInputError(
-                f"input '{name}' has a dimension that is not fixed ({list(dims)})",
-                f"give it with --input-shape {name}="
-                + "x".join(
-                    str(int(x)) if isinstance(x, (int, np.integer)) and int(x) >= 0 else "N"
-                    for x in dims
-                ),
-            )
-    return tuple(out)
+    return inputgen.fixed_shape(name, dims, input_shapes, ModelInputError)
