@@ -22,7 +22,15 @@ from infercast.bench.join import Joined, join
 from infercast.bench.runtimes import RuntimeOptionError, get_runtime, resolve_options
 from infercast.errors import InfercastError
 
-__all__ = ["BenchReport", "RunResult", "RunSpec", "TimingConfig", "bench", "plan_runs"]
+__all__ = [
+    "BenchReport",
+    "RunResult",
+    "RunSpec",
+    "TimingConfig",
+    "assemble",
+    "bench",
+    "plan_runs",
+]
 
 DEFAULT_RUNTIME = {"onnx": "ort", "tflite": "litert"}
 
@@ -117,8 +125,7 @@ def bench(
 
     if not specs:
         raise InfercastError("nothing to run")
-    model = specs[0].model
-    fmt = model_format(model)
+    model_format(specs[0].model)
     results: list[RunResult] = []
     for i, spec in enumerate(specs):
         cb = None
@@ -131,6 +138,23 @@ def bench(
         results.append(res)
         if on_done is not None:
             on_done(i, res)
+    return assemble(
+        specs, results, environment(), timeout_s, peak_for=peak_for, analyze_model=analyze_model
+    )
+
+
+def assemble(
+    specs: Sequence[RunSpec],
+    results: Sequence[RunResult],
+    environment: Mapping[str, Any],
+    timeout_s: float,
+    *,
+    peak_for: Callable[[RunSpec], float | None] | None = None,
+    analyze_model: bool = True,
+) -> BenchReport:
+    """A :class:`BenchReport` of finished runs (here or on a board): each profile joined
+    with the model's static cost."""
+    model = specs[0].model
     analysis = None
     notes: list[str] = []
     if analyze_model:
@@ -154,8 +178,8 @@ def bench(
             )
     return BenchReport(
         model=model,
-        format=fmt,
-        environment=environment(),
+        format=model_format(model),
+        environment=environment,
         runs=tuple(results),
         joins=joins,
         total_macs=analysis.totals.macs if analysis else None,
