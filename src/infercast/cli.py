@@ -386,7 +386,8 @@ def calibrate(
         typer.Option(
             "--from",
             help="Fit from per-op profiles measured elsewhere (ONNX Runtime "
-            "JSON or benchmark_model --enable_op_profiling output); repeat.",
+            "JSON, benchmark_model --enable_op_profiling output, or an infercast bench "
+            "--profile -f json result, e.g. from --remote: its model is known); repeat.",
         ),
     ] = None,
     models: Annotated[
@@ -416,7 +417,9 @@ def calibrate(
         )
     tgt = load_target(target)
     if profiles:
-        ms = list(models or [])
+        from infercast.bench.profiles.result import result_models
+
+        ms = list(models or []) or result_models(profiles, tgt.name, tgt.raw.get("extends"))
         if not ms or (len(ms) != 1 and len(ms) != len(profiles)):
             raise InfercastError(
                 f"--from needs the model each profile was measured on: {len(profiles)} "

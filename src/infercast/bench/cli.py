@@ -8,6 +8,7 @@ or timed out (the others completed and are reported); 2 bad input.
 # No "from __future__ import annotations": typer reads these annotations at definition
 # time, and some name helpers imported inside register().
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -155,6 +156,33 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         top: Annotated[int, typer.Option(help="Hotspots listed per profile (table).")] = 10,
+        remote: Annotated[
+            str | None,
+            typer.Option(
+                "--remote",
+                help="Run on a board over SSH: a board of ~/.config/infercast/boards.toml or "
+                "[user@]host[:port]. Runtimes there: litert, tflite_runtime, ort.",
+            ),
+        ] = None,
+        remote_python: Annotated[
+            str | None,
+            typer.Option("--remote-python", help="The board's Python (default: python3)."),
+        ] = None,
+        delegate: Annotated[
+            str | None,
+            typer.Option(
+                "--delegate",
+                help="With --remote: an external delegate library on the board, e.g. "
+                "/usr/lib/libvx_delegate.so or libedgetpu.so.1.",
+            ),
+        ] = None,
+        delegate_option: Annotated[
+            list[str] | None,
+            typer.Option("--delegate-option", help="KEY=VALUE for the delegate (repeat)."),
+        ] = None,
+        connect_timeout: Annotated[
+            float, typer.Option(help="With --remote: seconds to wait for the SSH connection.")
+        ] = 15.0,
         fmt: FormatOpt = Format.table,
         output: OutOpt = None,
     ) -> None:
@@ -189,11 +217,7 @@ def register(app: typer.Typer) -> None:
         timing = TimingConfig(
             warmup_runs=warmup, min_runs=max(min_runs, 1), min_time_s=min_time, max_time_s=max_time
         )
-        specs = plan_runs(
-            model,
-            names,
-            _threads(threads),
-            sweeps,
+        common = dict(
             input_shapes=shapes,
             input_files=parse_input_files(inputs or []),
             seed=seed,
@@ -203,10 +227,44 @@ def register(app: typer.Typer) -> None:
             raw_profile_dir=str(save_profile) if save_profile else None,
             keep_samples=False,
         )
-        peak = peak_for_cli(target, peak_gmacs, str(model), shapes)
+        if remote is None:
+            if delegate or delegate_option or remote_python:
+                raise InfercastError(
+                    "--delegate, --delegate-option and --remote-python need --remote"
+                )
+            specs = plan_runs(model, names, _threads(threads), sweeps, **common)
+            peak = peak_for_cli(target, peak_gmacs, str(model), shapes)
+        else:
+            from infercast.bench.remote_cli import plan
+
+            board, specs, target = plan(
+                model,
+                remote,
+                remote_python=remote_python,
+                runtimes=names,
+                threads=_threads(threads) if threads else None,
+                sweeps=sweeps,
+                delegate=delegate,
+                delegate_options=delegate_option or [],
+                target=target,
+                common=common,
+            )
+            peak = peak_for_cli(target, peak_gmacs, str(model), shapes)
         bar = BenchProgress(len(specs))
         try:
-            result = run_bench(specs, timeout_s=timeout, peak_for=peak, on_progress=bar.update)
+            if remote is None:
+                result = run_bench(specs, timeout_s=timeout, peak_for=peak, on_progress=bar.update)
+            else:
+                from infercast.bench.remote import bench_remote
+
+                result = bench_remote(
+                    specs,
+                    board,
+                    timeout_s=timeout,
+                    connect_timeout_s=connect_timeout,
+                    peak_for=peak,
+                    on_progress=bar.update,
+                )
         finally:
             bar.close()
         if fmt is Format.json:
@@ -218,6 +276,11 @@ def register(app: typer.Typer) -> None:
 
             main_cli._render_rich(Group(*rep.render_tables(result, top=top)), output)
         if result.failed:
+            if remote is not None:
+                from infercast.bench.remote_cli import failure_lines
+
+                for line in failure_lines(result):
+                    print(f"infercast: {line}", file=sys.stderr)
             raise SystemExit(EXIT_RUN_FAILED)
 
     profile_app = typer.Typer(help="Per-op profiles measured elsewhere.", no_args_is_help=True)

@@ -37,7 +37,6 @@ import json
 import os
 import queue
 import shlex
-import signal
 import subprocess
 import threading
 import time
@@ -326,6 +325,47 @@ def _result(spec: RunSpec, msg: dict[str, Any]) -> RunResult:
     return res
 
 
+Events = queue.Queue[dict[str, Any] | None]
+
+
+def _collect(
+    events: Events,
+    deadline: float,
+    run_budget_s: float,
+    specs: Sequence[RunSpec],
+    on_progress: Callable[[int, RunSpec, str, float], None] | None,
+) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]], dict[str, Any] | None, bool, float]:
+    """Read the board's events until ``done``, the end of the stream or the deadline (which
+    becomes ``run_budget_s`` from the board's hello)."""
+    env: dict[str, Any] | None = None
+    results: dict[int, dict[str, Any]] = {}
+    done: dict[str, Any] | None = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return env, results, done, True, deadline
+        try:
+            msg = events.get(timeout=min(left, 0.25))
+        except queue.Empty:
+            continue
+        if msg is None:
+            break
+        kind = msg.get("event")
+        if kind == "hello":
+            env = dict(msg.get("environment") or {})
+            env["folder"] = msg.get("folder")
+            deadline = time.monotonic() + run_budget_s
+        elif kind == "progress" and on_progress is not None:
+            i = int(msg.get("run", 0))
+            on_progress(i, specs[i], str(msg.get("phase", "")), float(msg.get("done", 0.0)))
+        elif kind == "result":
+            results[int(msg.get("run", len(results)))] = msg
+        elif kind == "done":
+            done = msg
+            break
+    return env, results, done, False, deadline
+
+
 def run_remote(
     specs: Sequence[RunSpec],
     board: Board,
@@ -356,14 +396,13 @@ def run_remote(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
         )
     except OSError as exc:
         raise RemoteError(
             f"cannot run ssh ({cmd[0]}: {exc.strerror})",
             "install the OpenSSH client, or set INFERCAST_SSH to the ssh command to use",
         ) from None
-    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    events: Events = queue.Queue()
     tail: deque[str] = deque(maxlen=40)
     sent = threading.Event()
 
@@ -408,33 +447,13 @@ def run_remote(
     # Before the board says hello: connecting and sending, at >= 100 kB/s plus a minute.
     deadline = start + connect_timeout_s + total_bytes / 100e3 + 60.0
     per_run = [float(r["timeout_s"]) if r["timeout_s"] is not None else timeout_s for r in runs]
-    env: dict[str, Any] | None = None
-    results: dict[int, dict[str, Any]] = {}
-    done: dict[str, Any] | None = None
-    host_timeout = False
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            host_timeout = True
-            break
-        try:
-            msg = events.get(timeout=min(left, 0.25))
-        except queue.Empty:
-            continue
-        if msg is None:
-            break
-        kind = msg.get("event")
-        if kind == "hello":
-            env = dict(msg.get("environment") or {})
-            deadline = time.monotonic() + sum(per_run) + 10.0 * len(runs) + 30.0
-        elif kind == "progress" and on_progress is not None:
-            i = int(msg.get("run", 0))
-            on_progress(i, specs[i], str(msg.get("phase", "")), float(msg.get("done", 0.0)))
-        elif kind == "result":
-            results[int(msg.get("run", len(results)))] = msg
-        elif kind == "done":
-            done = msg
-            break
+    try:
+        env, results, done, host_timeout, deadline = _collect(
+            events, deadline, sum(per_run) + 10.0 * len(runs) + 30.0, specs, on_progress
+        )
+    except BaseException:
+        proc.kill()  # Ctrl-C: the board sees its stdin end and cleans up
+        raise
     # Closing stdin ends the board's side if it is still there; then ssh itself.
     if proc.stdin is not None:
         with contextlib.suppress(OSError, ValueError):
@@ -442,8 +461,7 @@ def run_remote(
     try:
         rc = proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
         rc = proc.wait()
     for t in threads[1:]:
         t.join(timeout=2)
@@ -495,13 +513,10 @@ def run_remote(
     notes = []
     if done is None or not done.get("removed"):
         notes.append(
-            f"{board.label} did not confirm that its temporary folder {msg_folder(env)} was removed"
+            f"{board.label} did not confirm that its temporary folder "
+            f"{env.get('folder') or 'infercast-bench-*'} was removed"
         )
     return env, out, notes
-
-
-def msg_folder(env: Mapping[str, Any]) -> str:
-    return str(env.get("folder", "infercast-bench-*"))
 
 
 def bench_remote(
