@@ -251,7 +251,7 @@ def test_json_csv_and_cli(
     assert doc["target"] == "host"
     assert set(doc["totals"]) >= {"latency_s", "one_time_s"}
     g = load(model)
-    inference = [n for n in g.nodes if not n.attrs.get("folded")]
+    inference = [n for n in g.nodes if not n.folded]
     assert len(doc["layers"]) == len(inference)
     for ly in doc["layers"]:
         assert set(ly) >= {"index", "name", "op", "placement", "latency_s", "bound"}
@@ -354,7 +354,7 @@ def test_fused_groups_match_onnx_runtime_kernels(tmp_path: Path) -> None:
 def test_keras_fixtures_forecast_on_every_target(keras_dir: Path) -> None:
     """Every built-in target forecasts the fixtures with finite, positive per-layer times
     and labels every layer with one of the documented bounds."""
-    from infercast.estimate.forecast import BOUNDS
+    from infercast.ir.labels import BOUNDS
     from infercast.targets import builtin_names
 
     for name in builtin_names():

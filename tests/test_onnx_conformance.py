@@ -51,9 +51,9 @@ from onnx import TensorProto
 
 import infercast
 from infercast.frontends.onnx import canonical_name
+from infercast.frontends.onnx.shapes import infer_missing_shapes
 from infercast.ir.graph import Graph, Node, Shape
 from infercast.ops.registry import OpContext, OpCost, get_handler
-from infercast.ops.shapes import infer_missing_shapes
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
@@ -616,3 +616,13 @@ def test_every_handler_documents_its_rule() -> None:
 
     undocumented = [op for op, h in registered_ops().items() if len(h.doc) < 20]
     assert not undocumented, undocumented
+
+
+def test_every_shape_rule_has_a_cost_rule() -> None:
+    """A shape rule for an op the registry does not know would be dead code (or a
+    misspelt op name)."""
+    from infercast.frontends.onnx.shapes import RULES
+    from infercast.ops.registry import registered_ops
+
+    handlers = registered_ops()
+    assert sorted(op for op in RULES if op not in handlers) == []

@@ -31,12 +31,13 @@ reported as *unsupported*, never counted as zero.
 *Argument inputs* are input positions that hold shapes, axes, indices or bounds:
 constants there are not counted as parameters. *Shape rule*: the op has an output
 shape rule used where ONNX shape inference leaves a shape unknown
-(`infercast.ops.shapes.infer_missing_shapes`).
+(`infercast.frontends.onnx.shapes.infer_missing_shapes`).
 """
 
 
 def render() -> str:
     sys.path.insert(0, str(REPO / "src"))
+    from infercast.frontends.onnx.shapes import RULES
     from infercast.ops.registry import registered_ops
 
     handlers = registered_ops()
@@ -53,7 +54,7 @@ def render() -> str:
             h = handlers[op]
             args = ", ".join(str(i) for i in sorted(h.arg_inputs)) or "-"
             rule = h.doc.replace("|", "\\|")
-            lines.append(f"| `{op}` | {rule} | {args} | {'yes' if h.infer else '-'} |")
+            lines.append(f"| `{op}` | {rule} | {args} | {'yes' if op in RULES else '-'} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -24,14 +24,11 @@ from pathlib import Path
 
 from infercast.analysis.loops import trip_count
 from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, get_handler, weight_inputs
 
 CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
-
-Status = str
-"""``ok`` | ``folded`` (constant computation done once at load) | ``unsupported``
-(no cost rule) | ``unknown_shape`` | ``control_flow``."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ class LayerCost:
     name: str
     op: str
     native_op: str
-    status: Status
+    status: LayerStatus
     output_shapes: tuple[Shape | None, ...]
     output_dtypes: tuple[str, ...]
     macs: int | None
@@ -160,11 +157,11 @@ class _Walker:
         outs = graph.output_tensors(node)
         ins = graph.input_tensors(node)
         act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
-        folded = bool(node.attrs.get("folded"))
+        folded = node.folded
         weights = [] if folded else weight_inputs(graph, node, handler)
         if weights:
             self.weights[(graph.name, node.index)] = weights
-        status: Status = "ok"
+        status: LayerStatus = "ok"
         macs: int | None = None
         flops: int | None = None
         note = ""

@@ -353,7 +353,7 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             continue
         g = b.graphs[step.scope]
         node = g.nodes[step.node_index]
-        if node.attrs.get("folded") or not node.outputs or not node.outputs[0]:
+        if node.folded or not node.outputs or not node.outputs[0]:
             continue
         if node.op not in ALIAS_OPS and node.op not in ip_ops:
             continue

@@ -145,7 +145,7 @@ def weight_groups(graph: Graph) -> tuple[WeightGroup, ...]:
     unique: dict[str, tuple[str, str, int, int]] = {}
     for gname, g in graph.all_graphs():
         for node in g.nodes:
-            if node.attrs.get("folded"):
+            if node.folded:
                 continue
             for t in weight_inputs(g, node):
                 root = t.derived_from or t.name

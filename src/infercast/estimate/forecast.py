@@ -59,13 +59,13 @@ from infercast.errors import InfercastError
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.labels import Bound, Placement
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims
 from infercast.ops.registry import get_handler
 from infercast.targets.placement import LayerPlacement, PlacementReport, device_graph, place
 from infercast.targets.schema import EFFICIENCY_KEYS, Target
 
 SCHEMA = "infercast.estimate/1"
-BOUNDS = ("compute", "memory", "overhead", "transfer", "fallback", "fused", "elided", "unknown")
 
 # Ops that only re-label a buffer (no copy in ORT / TFLite when the shapes allow).
 ALIASING = frozenset(
@@ -233,12 +233,12 @@ def kernel_time(w: Work, p: Params) -> Times:
     return Times(compute, memory, p.overhead_s.get(w.unit, 0.0), transfer, rewrite)
 
 
-def bound_of(w: Work, t: Times) -> str:
+def bound_of(w: Work, t: Times) -> Bound:
     if w.elided:
         return "elided"
     if not w.known:
         return "unknown"
-    terms = {
+    terms: dict[Bound, float] = {
         "compute": t.compute_s,
         "memory": t.memory_s,
         "overhead": t.overhead_s,
@@ -262,7 +262,7 @@ class LayerForecast:
     name: str
     op: str
     native_op: str
-    placement: str
+    placement: Placement
     unit: str
     kernel: int
     """Index of the first op of this layer's fused group (its own index if alone)."""
@@ -277,7 +277,7 @@ class LayerForecast:
     transfer_s: float
     rewrite_s: float
     latency_s: float
-    bound: str
+    bound: Bound
 
     @property
     def fused_into(self) -> int | None:
@@ -564,7 +564,7 @@ def _build(
     groups = (
         kernels(dev, proc, elided)
         if fuse
-        else [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.attrs.get("folded")]
+        else [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded]
     )
     nodes = {n.index: n for n in dev.nodes}
     has_acc = target.placement.accelerator is not None

@@ -163,7 +163,7 @@ def elided_transposes(graph: Graph) -> set[int]:
     kept: set[int] = set()
     elided: set[int] = set()
     for node in graph.nodes:
-        if node.attrs.get("folded"):
+        if node.folded:
             continue
         acts = [n for n in dict.fromkeys(node.inputs) if n and not graph.tensors[n].is_constant]
         ins = [dom.get(a) for a in acts]
@@ -233,7 +233,7 @@ def kernels(
     node is in exactly one kernel.
     """
     proc = processor or {}
-    nodes = {n.index: n for n in graph.nodes if not n.attrs.get("folded")}
+    nodes = {n.index: n for n in graph.nodes if not n.folded}
     consumers = graph.consumers
     taken: set[int] = set()
     out: list[Kernel] = []

@@ -48,8 +48,7 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
             f"{p}: has a .tflite name but no TFLite identifier ('TFL3' at byte 4)",
             "the file is truncated, corrupt, or another format",
         )
-    from infercast.frontends.onnx import load_onnx
-    from infercast.frontends.onnx_wire import WireError, read_structure
+    from infercast.frontends.onnx import WireError, load_onnx, read_structure
 
     try:
         structure, _skipped = read_structure(p)

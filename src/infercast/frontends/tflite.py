@@ -486,9 +486,10 @@ def _fold_constants(
                 node.native_op,
                 node.inputs,
                 node.outputs,
-                {**node.attrs, "folded": True},
+                node.attrs,
                 node.subgraphs,
                 node.domain,
+                folded=True,
             )
         new_nodes.append(node)
     return new_nodes, out

@@ -114,6 +114,9 @@ class Node:
     the name in the file (``CONV_2D``, ``Conv``, ``custom:Convolution2DTransposeBias``).
     ``inputs`` holds tensor names, ``""`` for an omitted optional input.
     ``attrs`` holds the operator's attributes with canonical keys.
+    ``folded``: every input is a constant (or the op generates a constant), so a
+    runtime computes the outputs once at load time (TFLite's DEQUANTIZE / DENSIFY
+    of stored weights, ONNX constant subgraphs); it costs nothing per inference.
     """
 
     index: int
@@ -125,6 +128,7 @@ class Node:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     subgraphs: tuple[str, ...] = ()
     domain: str = ""
+    folded: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -6,20 +6,20 @@ handler is *unsupported*: every output lists it and no total silently counts
 it as zero. Ops that really cost no arithmetic (reshape, transpose, …) have a
 handler that says so.
 
-Handlers may also provide ``infer``: output shapes for the case where the
-frontend could not determine them (ONNX shape inference falls short).
+Output-shape rules are format-specific and live with their frontend
+(:mod:`infercast.frontends.onnx.shapes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import numel, static_shape
 
 
@@ -91,16 +91,12 @@ class OpContext:
 
 
 CostFn = Callable[[OpContext], OpCost]
-InferFn = Callable[[OpContext], list[Shape | None]]
-"""Output shapes by position in ``node.outputs`` (None: not known); shorter lists leave
-the remaining outputs unknown."""
 
 
 @dataclass(frozen=True)
 class Handler:
     ops: tuple[str, ...]
     cost: CostFn
-    infer: InferFn | None = None
     arg_inputs: frozenset[int] = field(default_factory=frozenset)
     """Input positions that are arguments (shapes, axes, bounds), never parameters."""
     family: str = ""
@@ -116,13 +112,12 @@ _REGISTRY: dict[str, Handler] = {}
 def register(
     *ops: str,
     arg_inputs: Iterable[int] = (),
-    infer: InferFn | None = None,
     family: str = "",
 ) -> Callable[[CostFn], CostFn]:
     """Register ``fn`` as the cost rule of canonical ``ops``."""
 
     def deco(fn: CostFn) -> CostFn:
-        h = Handler(tuple(ops), fn, infer, frozenset(arg_inputs), family)
+        h = Handler(tuple(ops), fn, frozenset(arg_inputs), family)
         for op in ops:
             if op in _REGISTRY:
                 raise ValueError(f"op '{op}' registered twice")
@@ -130,13 +125,6 @@ def register(
         return fn
 
     return deco
-
-
-def set_infer(ops: Sequence[str], infer: InferFn) -> None:
-    """Attach a shape rule to already-registered ops."""
-    for op in ops:
-        h = _REGISTRY[op]
-        _REGISTRY[op] = Handler(h.ops, h.cost, infer, h.arg_inputs, h.family)
 
 
 _QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
@@ -186,8 +174,7 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    # Importing the modules registers their handlers; ``shapes`` comes last, as it
-    # attaches the ``infer`` rules to handlers the others registered.
+    # Importing the modules registers their handlers.
     import importlib
 
     for module in _HANDLER_MODULES:
@@ -196,5 +183,5 @@ def _load_all() -> None:
 
 _HANDLER_MODULES = (
     "control", "conv", "elementwise", "linalg", "loss", "ml", "movement", "normalization",
-    "pool", "recurrent", "signal", "training", "shapes",
+    "pool", "recurrent", "signal", "training",
 )  # fmt: skip

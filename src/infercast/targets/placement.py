@@ -31,6 +31,7 @@ from typing import Any
 
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.labels import Placement, Processor
 from infercast.ops.registry import weight_inputs
 from infercast.targets import constraints as C
 from infercast.targets.schema import Check, Target
@@ -70,7 +71,7 @@ class LayerPlacement:
     name: str
     op: str
     native_op: str
-    placement: str
+    placement: Placement
     unit: str
     reasons: tuple[Reason, ...]
     notes: tuple[Reason, ...]
@@ -79,7 +80,7 @@ class LayerPlacement:
     folded: bool = False
 
     @property
-    def processor(self) -> str:
+    def processor(self) -> Processor:
         return "cpu" if self.placement == "cpu" else "accelerator"
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +105,7 @@ class LayerPlacement:
 @dataclass(frozen=True)
 class Segment:
     index: int
-    processor: str
+    processor: Processor
     unit: str
     first_layer: int
     last_layer: int
@@ -125,8 +126,8 @@ class Segment:
 class CrossingItem:
     tensor: str
     bytes: int | None
-    source: str
-    destination: str
+    source: Processor
+    destination: Processor
     producer: int | None
     """Index of the producing layer; None for a model input."""
     consumers: tuple[int, ...]
@@ -346,7 +347,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
     in_bytes, out_bytes = _bytes(ins), _bytes(graph.output_tensors(node))
 
     def make(
-        placement: str,
+        placement: Placement,
         unit: str,
         reasons: tuple[Reason, ...],
         notes: tuple[Reason, ...] = (),
@@ -368,7 +369,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
 
     fallback = target.placement.fallback
     ctx = _context(target)
-    if node.attrs.get("folded"):
+    if node.folded:
         return make("cpu", fallback, (Reason("folded", "cpu", C.FOLDED, ""),), folded=True)
     accel = target.placement.accelerator
     if accel is None:
@@ -463,8 +464,8 @@ def _crossings(graph: Graph, layers: list[LayerPlacement], has_accel: bool) -> l
         if t is None or t.is_constant:
             continue
         prod = producers.get(name)
-        src = proc.get(prod, "cpu") if prod is not None else "cpu"
-        by_proc: dict[str, list[int]] = {}
+        src: Processor = proc.get(prod, "cpu") if prod is not None else "cpu"
+        by_proc: dict[Processor, list[int]] = {}
         for c in consumers.get(name, ()):
             if c in proc:
                 by_proc.setdefault(proc[c], []).append(c)
@@ -480,7 +481,7 @@ def _fit(
     graph: Graph, layers: list[LayerPlacement], target: Target, peak_fn: PeakFn
 ) -> dict[str, MemoryFit]:
     on_acc = {ly.index for ly in layers if not ly.folded and ly.processor == "accelerator"}
-    live = [n for n in graph.nodes if not n.attrs.get("folded")]
+    live = [n for n in graph.nodes if not n.folded]
 
     def unique_weight_bytes(nodes: list[Node]) -> int:
         seen: dict[str, int] = {}

@@ -104,7 +104,7 @@ def kernel_ops(name: str) -> list[str]:
 
 def map_by_order(ops: Sequence[OpTime], graph: Graph, *, window: int = 16) -> list[OpTime]:
     """Assign each kernel the model nodes it computes, by op type in execution order."""
-    nodes = [n for n in graph.nodes if not n.attrs.get("folded")]
+    nodes = [n for n in graph.nodes if not n.folded]
     taken: set[int] = set()
     cursor = 0
     result: list[OpTime] = []

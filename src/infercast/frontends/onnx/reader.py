@@ -6,7 +6,7 @@
   (``infer_shapes(..., data_prop=True)``); where a model keeps its weights in
   external files, ``infer_shapes_path`` runs on the file instead, which has no 2 GB
   protobuf limit (``infer_shapes`` on a proto over 2 GB returns an empty graph).
-  Outputs it leaves unknown are filled by the op handlers' ``infer`` rules.
+  Outputs it leaves unknown are filled by the rules in :mod:`.shapes`.
 * Constants are initializers (also those older models list as graph inputs),
   ``Constant`` nodes, and outputs of nodes all of whose inputs are constant
   (``ConstantOfShape`` weights, ``DequantizeLinear`` of int8 weights, …): such a
@@ -247,7 +247,7 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             "check the file is an .onnx export",
         )
     try:
-        from infercast.ops.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
+        from infercast.frontends.onnx.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
 
         graph = _build(path, model, input_shapes or {})
         parts = graph.all_graphs()
@@ -324,8 +324,8 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     before = _unknown_outputs(model.graph, shapes, used)
     if before:
         # ONNX's data propagation stops at some constant computations: fold the
-        # small ones with its reference evaluator and infer again (onnx_fold.py).
-        from infercast.frontends.onnx_fold import fold_for_inference
+        # small ones with its reference evaluator and infer again (fold.py).
+        from infercast.frontends.onnx.fold import fold_for_inference
 
         work, n_folded = fold_for_inference(model)
         if n_folded:
@@ -516,8 +516,6 @@ def _graph(
         attrs = _canonical_attrs(op, attrs, in_tensors)
         if op == "conv":
             op = _maybe_depthwise(attrs, in_tensors)
-        if folded:
-            attrs["folded"] = True
         for out_name in n.output:
             if not out_name:
                 continue
@@ -538,6 +536,7 @@ def _graph(
                 attrs,
                 tuple(called),
                 n.domain,
+                folded,
             )
         )
     outputs = tuple(vi.name for vi in g.output)

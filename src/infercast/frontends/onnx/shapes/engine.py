@@ -1,0 +1,219 @@
+"""The pass: walk the nodes in order, fill unknown output shapes from :data:`RULES`,
+propagate small known values, recurse into control-flow bodies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from infercast.frontends.onnx.shapes._common import (
+    BODY_INPUTS,
+    MAX_VALUE_ELEMENTS,
+    RULES,
+    BodyInputFn,
+    Unknown,
+)
+from infercast.frontends.onnx.shapes.values import VALUE_RULES, ValueFn, Values
+from infercast.ir.graph import Graph, Shape, Tensor
+from infercast.ops.registry import OpContext
+
+ONNX_INFERENCE_WRONG: dict[str, str] = {
+    # onnx 1.23.2 defs/math/defs.cc reads STFT's ``onesided`` with a default of 0
+    # although the schema default is 1 (onnx.defs.get_schema("STFT")); the backend
+    # test test_stft expects 9 = 16 // 2 + 1 bins, ONNX's inference gives 16.
+    "stft": "ONNX's STFT shape inference defaults onesided to 0; the spec says 1",
+}
+"""Ops whose ONNX-inferred output shapes are replaced by these rules (with why)."""
+
+
+def _has_unknown(shape: Shape | None) -> bool:
+    return shape is None or any(d is None for d in shape)
+
+
+def _layout_for(graph: Graph, shape: Shape | None, old: str | None) -> str | None:
+    if old is not None:
+        return old
+    return graph.layout if shape is not None and len(shape) == 4 else None
+
+
+def _run_rule(fn: Callable[[OpContext], Any], ctx: OpContext, strict: bool) -> Any:
+    try:
+        return fn(ctx)
+    except Unknown:
+        return None
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError):
+        if strict:
+            raise
+        return None
+
+
+def _combine(old: Shape | None, new: Shape | None, replace: bool) -> Shape | None:
+    """Merge a rule's shape into the frontend's; known dimensions win unless ``replace``."""
+    if new is None:
+        return None if replace else old
+    if old is None or len(old) != len(new):
+        return new if (replace or old is None) else old
+    if replace:
+        return tuple(n if n is not None else o for o, n in zip(old, new, strict=True))
+    return tuple(o if o is not None else n for o, n in zip(old, new, strict=True))
+
+
+def infer_missing_shapes(graph: Graph, *, recompute: bool = False, strict: bool = False) -> Graph:
+    """Fill unknown output shapes from the rules in :data:`RULES` (ONNX graphs).
+
+    Walks the nodes in order, propagating small known values, and returns a new
+    :class:`Graph` whose tensors (and subgraphs) carry the completed shapes.
+    Dimensions the frontend knows are kept, except for ops in
+    :data:`ONNX_INFERENCE_WRONG`, whose rules replace them (and then everything
+    downstream is recomputed from the rules).
+
+    ``recompute=True`` ignores every shape the frontend inferred and derives all
+    node outputs from the rules alone (graph inputs and constants are kept):
+    a check of the rules themselves. ``strict=True`` lets a rule's error escape
+    instead of leaving the shape unknown.
+    """
+    if graph.format != "onnx":
+        return graph
+    return _infer_graph(graph, graph, {}, {}, recompute, strict)[0]
+
+
+def _seed_body(body: Graph, shapes: list[Shape | None] | None, recompute: bool) -> Graph:
+    if not shapes:
+        return body
+    tensors = dict(body.tensors)
+    changed = False
+    for name, s in zip(body.inputs, shapes, strict=False):
+        t = tensors.get(name)
+        if t is None or s is None:
+            continue
+        if recompute or _has_unknown(t.shape):
+            new = s if recompute else _combine(t.shape, s, False)
+            if new != t.shape:
+                tensors[name] = dataclasses.replace(t, shape=new)
+                changed = True
+    return dataclasses.replace(body, tensors=tensors) if changed else body
+
+
+def _infer_graph(
+    graph: Graph,
+    root: Graph,
+    outer: Mapping[str, Tensor],
+    outer_values: Mapping[str, np.ndarray[Any, Any]],
+    recompute: bool,
+    strict: bool,
+) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
+    tensors: dict[str, Tensor] = dict(graph.tensors)
+    produced = {o for n in graph.nodes for o in n.outputs if o}
+    # Values visible from enclosing graphs, updated by the enclosing pass.
+    for name in tensors:
+        if name in outer and name not in produced and name not in graph.inputs:
+            tensors[name] = outer[name]
+    values: dict[str, np.ndarray[Any, Any]] = {
+        k: v for k, v in outer_values.items() if k not in produced and k not in graph.inputs
+    }
+    if recompute:
+        for node in graph.nodes:
+            if node.op == "constant":
+                continue
+            for o in node.outputs:
+                if o and o in tensors:
+                    tensors[o] = dataclasses.replace(tensors[o], shape=None)
+    dirty: set[str] = set()
+    subgraphs: dict[str, Graph] = dict(graph.subgraphs)
+    meta_graph = graph if graph.metadata else dataclasses.replace(graph, metadata=root.metadata)
+
+    for node in graph.nodes:
+        ins = [tensors.get(n) if n else None for n in node.inputs]
+        sub_values: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
+        for sub in node.subgraphs:
+            if sub not in subgraphs:
+                continue
+            body = subgraphs[sub]
+            seed = BODY_INPUTS.get(node.op)
+            if seed is not None:
+                pre = OpContext(meta_graph, node, ins, [], values)
+                seeds = _run_rule(_bind_key(seed, sub), pre, strict)
+                body = _seed_body(body, seeds, recompute)
+            subgraphs[sub], sub_values[sub] = _infer_graph(
+                body, root, {**outer, **tensors}, values, recompute, strict
+            )
+        outs = [tensors[n] for n in node.outputs if n and n in tensors]
+        view = meta_graph
+        if node.subgraphs:
+            view = dataclasses.replace(meta_graph, tensors=tensors, subgraphs=subgraphs)
+        ctx = OpContext(view, node, ins, outs, values)
+        rule_fn = RULES.get(node.op)
+        replace = node.op in ONNX_INFERENCE_WRONG or any(n in dirty for n in node.inputs if n)
+        need = replace or any(
+            _has_unknown(tensors[o].shape) for o in node.outputs if o and o in tensors
+        )
+        if need:
+            shapes: list[Shape | None] | None = None
+            if rule_fn is not None:
+                shapes = _run_rule(rule_fn, ctx, strict)
+            for i, o in enumerate(node.outputs):
+                if not o or o not in tensors:
+                    continue
+                t = tensors[o]
+                new = shapes[i] if shapes is not None and i < len(shapes) else None
+                final = _combine(t.shape, new, replace)
+                if final != t.shape:
+                    tensors[o] = dataclasses.replace(
+                        t, shape=final, layout=_layout_for(graph, final, t.layout)
+                    )
+                    if replace and not _has_unknown(t.shape):
+                        dirty.add(o)
+            outs = [tensors[n] for n in node.outputs if n and n in tensors]
+            ctx = OpContext(view, node, ins, outs, values)
+        if node.op == "if":
+            _if_values(ctx, subgraphs, sub_values, values)
+            continue
+        vrule = VALUE_RULES.get(node.op)
+        # Values are for shape arguments: never materialise a large tensor (weights
+        # generated by ConstantOfShape in ONNX's light models are tens of MB).
+        small = all((t.elements or 0) <= MAX_VALUE_ELEMENTS for t in outs)
+        if vrule is not None and not node.subgraphs and small:
+            in_vals = [ctx.value(i) if ctx.has_input(i) else None for i in range(len(ins))]
+            result = _run_rule(_bind_values(vrule, in_vals), ctx, False)
+            if result is not None:
+                for o, v in zip(node.outputs, result, strict=False):
+                    if o and v is not None and np.size(v) <= MAX_VALUE_ELEMENTS:
+                        values[o] = np.asarray(v)
+    return dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs), values
+
+
+def _bind_key(fn: BodyInputFn, key: str) -> Callable[[OpContext], list[Shape | None]]:
+    return lambda c: fn(c, key)
+
+
+def _bind_values(fn: ValueFn, vals: Values) -> Callable[[OpContext], Values]:
+    return lambda c: fn(c, vals)
+
+
+def _if_values(
+    ctx: OpContext,
+    subgraphs: Mapping[str, Graph],
+    sub_values: Mapping[str, Mapping[str, np.ndarray[Any, Any]]],
+    values: dict[str, np.ndarray[Any, Any]],
+) -> None:
+    """An If whose condition is known passes the taken branch's known values on."""
+    cond = ctx.value(0)
+    if cond is None or np.asarray(cond).size != 1:
+        return
+    key = "then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch"
+    name = next((s for s in ctx.node.subgraphs if s.rsplit("/", 1)[-1] == key), None)
+    if name is None or name not in subgraphs:
+        return
+    branch = subgraphs[name]
+    bvals = sub_values.get(name, {})
+    for out, bout in zip(ctx.node.outputs, branch.outputs, strict=False):
+        t = branch.tensors.get(bout)
+        v = bvals.get(bout)
+        if v is None and t is not None and t.is_constant:
+            v = t.value
+        if out and v is not None:
+            values[out] = v
