@@ -38,6 +38,11 @@ def plan(
     common: Mapping[str, Any],
 ) -> tuple[Board, list[RunSpec], str | None]:
     """The board, its runs and the target (``--target``, else the board's) of a command."""
+    if common.get("raw_profile_dir"):
+        raise RemoteError(
+            "--save-profile is not available with --remote",
+            "the joined profile is in the JSON output (-f json)",
+        )
     board = resolve_board(remote)
     if remote_python:
         board = replace(board, python=remote_python)
