@@ -415,3 +415,67 @@ def test_host_going_away_cleans_the_board(board: SshBoard, edge_dir: Path) -> No
         host.kill()  # infercast dies at once; ssh's stdin ends, and so does the board's
         host.wait()
     _clean(board)
+
+
+def test_external_delegate_on_the_board(board: SshBoard, edge_dir: Path) -> None:
+    import hashlib
+    import shutil
+
+    gcc = shutil.which("gcc")
+    assert gcc, "gcc is needed to build the test delegate (.ci/run installs it)"
+    so = board.dir / "libnoop_delegate.so"
+    src = Path(__file__).parent / "data" / "delegates" / "noop_delegate.c"
+    subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-o", str(so), str(src)], check=True)
+    os.chmod(so, 0o755)
+    model = edge_dir / "convs_5x5_7x7.tflite"
+    r = _cli(
+        board,
+        "bench",
+        str(model),
+        "--remote",
+        "loop",
+        "--delegate",
+        str(so),
+        "--min-time",
+        "0.2",
+        "--profile",
+        "--profile-runs",
+        "3",
+        "-f",
+        "json",
+    )
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    facts = d["environment"]["delegates"]
+    assert facts == [
+        {
+            "path": str(so),
+            "realpath": str(so),
+            "size_bytes": so.stat().st_size,
+            "sha256": hashlib.sha256(so.read_bytes()).hexdigest(),
+            "package": None,  # built here, owned by no Debian package
+        }
+    ]
+    run = d["runs"][0]
+    assert run["options"]["delegate"] == str(so)
+    # The delegate takes no node; XNNPACK (LiteRT's default) still runs the ops.
+    assert run["runtime_meta"]["delegate_nodes"] >= 0
+    assert {row["provider"] for row in d["profile"]} <= {"XNNPACK", "cpu"}
+    # Options reach the library: fail=1 makes it refuse to load.
+    r = _cli(
+        board,
+        "bench",
+        str(model),
+        "--remote",
+        "loop",
+        "--delegate",
+        str(so),
+        "--delegate-option",
+        "fail=1",
+        "--min-time",
+        "0.2",
+        "-f",
+        "json",
+    )
+    assert r.returncode == 3 and "Failed to load delegate" in _one_line(r)
+    _clean(board)
