@@ -58,14 +58,18 @@ def time_single_ops(
     runs: int,
     min_time_s: float = 0.02,
     seed: int = 0,
+    default: str = "",
     delegate: str = "",
+    probe: Callable[[bytes], Any] | None = None,
 ) -> dict[str, Any]:
     """Raw times of every cut operator, one ``invoke()`` overhead and the whole model.
 
     ``cuts`` are ``(operator index, op name, model bytes or None when it cannot
     be cut)``; ``relu_model`` a one-element RELU model whose invoke is the
-    overhead. ``delegate`` names what runs an op whose sub-model a delegate took
-    (``provider`` of that op); other ops are ``cpu``.
+    overhead. Each op's ``provider`` says what ran it: ``delegate`` (a name) when
+    ``probe`` -- an interpreter with the external delegate and no default ones --
+    hands the op's node to a delegate; else ``default`` (``XNNPACK``) when the
+    timed interpreter did; else ``cpu``; ``""`` when LiteRT does not say.
     """
     base = make_interpreter(relu_model)
     base.allocate_tensors()
@@ -97,7 +101,15 @@ def time_single_ops(
             skipped.append(f"{i} ({name}: {str(exc).splitlines()[0][:120]})")
             continue
         n = delegated_nodes(interp)
-        provider = "" if n is None else (delegate or "delegate") if n else "cpu"
+        provider = "" if n is None else (default or "delegate") if n else "cpu"
+        if probe is not None and n:
+            try:
+                alone = probe(blob)
+                alone.allocate_tensors()
+                if delegated_nodes(alone):
+                    provider = delegate or "delegate"
+            except (RuntimeError, ValueError):
+                pass
         ops.append({"index": i, "op": name, "raw_s": t, "provider": provider})
     whole_after = time_call(whole_invoke, runs, min_time_s)
     return {

@@ -120,9 +120,27 @@ class TfliteSession:
         delegate: str = "",
     ) -> dict[str, Any]:
         """Raw single-op times (:func:`.opcuts.time_single_ops`) with this session's setup."""
-        label = delegate or ("XNNPACK" if self._xnnpack else "")
+        kinds = getattr(self._mod, "OpResolverType", None)
+        probe = None
+        if self._delegates and kinds is not None:
+
+            def probe(data: bytes) -> Any:  # the external delegate alone: does it take the op?
+                return self._mod.Interpreter(
+                    model_content=data,
+                    num_threads=self._threads,
+                    experimental_delegates=self._delegates,
+                    experimental_op_resolver_type=kinds.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+                )
+
         return time_single_ops(
-            cuts, relu_model, self.make, self.runner(feeds), runs, delegate=label
+            cuts,
+            relu_model,
+            self.make,
+            self.runner(feeds),
+            runs,
+            default="XNNPACK" if self._xnnpack else "",
+            delegate=delegate or "delegate",
+            probe=probe,
         )
 
     def close(self) -> None:
