@@ -55,7 +55,7 @@ def main() -> int:
             for model, rt in models:
                 key = f"{model.name} {rt}"
                 m = med.setdefault(key, {"local": [], "remote": []})
-                loc = bench([RunSpec(str(model), rt, 1, timing=timing)], analyze_model=False)
+                loc = bench([RunSpec(str(model), rt, 1, timing=timing)])
                 t0 = time.perf_counter()
                 rem = bench_remote(plan_remote_runs(model, rt, [1], timing=timing), loop)
                 wall = time.perf_counter() - t0

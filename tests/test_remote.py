@@ -21,10 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from infercast.analysis.cost import analyze_graph
 from infercast.bench import bench
 from infercast.bench.harness import RunSpec, TimingConfig
 from infercast.bench.remote import SHIPPED, bench_remote, plan_remote_runs, remote_command
 from infercast.bench.remote_boards import RemoteError, load_boards, parse_address, resolve_board
+from infercast.frontends import load
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sshd_board import SshBoard, ssh_board
@@ -148,7 +150,7 @@ def test_remote_median_agrees_with_local_and_reports_the_board(
     medians: dict[str, list[float]] = {"local": [], "remote": []}
     rep = None
     for _ in range(2):  # interleaved: the machine's load moves both alike
-        loc = bench(local_specs, timeout_s=120, analyze_model=False)
+        loc = bench(local_specs, timeout_s=120)
         rep = bench_remote(remote_specs, loop, timeout_s=120)
         assert loc.runs[0].ok and rep.runs[0].ok, rep.runs[0].error
         medians["local"].append(loc.runs[0].summary.median_s)  # type: ignore[union-attr]
@@ -179,9 +181,11 @@ def test_remote_profiles_join_like_local_ones(board: SshBoard, edge_dir: Path) -
         (edge_dir / "convs_5x5_7x7.onnx", "ort"),
     ):
         opts = {"opt_level": "disable"} if runtime == "ort" else {}
+        analysis = analyze_graph(load(model))
         local = bench(
             [RunSpec(str(model), runtime, 1, opts, timing=FAST, profile=True, profile_runs=5)],
             timeout_s=120,
+            analysis=analysis,
         )
         remote = bench_remote(
             plan_remote_runs(
@@ -195,6 +199,7 @@ def test_remote_profiles_join_like_local_ones(board: SshBoard, edge_dir: Path) -
             ),
             loop,
             timeout_s=120,
+            analysis=analysis,
         )
         lj, rj = local.joins[0], remote.joins[0]
         # The same units, mapped to the same layers, with the same static cost.

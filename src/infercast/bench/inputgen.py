@@ -136,20 +136,25 @@ def fixed_shape(
     input_shapes: Mapping[str, Sequence[int]],
     error: type[Exception] = ValueError,
 ) -> tuple[int, ...]:
-    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s."""
+    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s. A leading
+    dynamic batch dimension alone is 1, as ``infercast analyze`` defaults it."""
     if name in input_shapes:
         return tuple(int(d) for d in input_shapes[name])
+
+    def fixed(d: Any) -> bool:
+        return isinstance(d, (int, np.integer)) and int(d) >= 0
+
+    dims = list(dims)
+    if len(dims) > 1 and not fixed(dims[0]) and all(fixed(d) for d in dims[1:]):
+        dims = [1, *dims[1:]]
     out = []
-    for d in list(dims):
-        if isinstance(d, (int, np.integer)) and int(d) >= 0:
+    for d in dims:
+        if fixed(d):
             out.append(int(d))
         else:
-            example = "x".join(
-                str(int(x)) if isinstance(x, (int, np.integer)) and int(x) >= 0 else "N"
-                for x in dims
-            )
+            example = "x".join(str(int(x)) if fixed(x) else "N" for x in dims)
             raise error(
-                f"input '{name}' has a dimension that is not fixed ({list(dims)}) "
+                f"input '{name}' has a dimension that is not fixed ({dims}) "
                 f"(give it with --input-shape {name}={example})"
             )
     return tuple(out)

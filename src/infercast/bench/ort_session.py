@@ -102,16 +102,21 @@ class OrtCoreSession:
         feeds: Mapping[str, np.ndarray[Any, Any]],
         runs: int,
         keep_in: str | None = None,
+        optimized_to: str | None = None,
     ) -> str:
         """ORT's profiling JSON of ``runs`` + 1 inferences in a second session (its text).
 
-        ``keep_in``: also copy the file into that folder.
+        ``keep_in``: also copy the file into that folder. ``optimized_to``: also save
+        the graph ORT runs (after its fusions) there, to map the kernels it named
+        itself (QuickGelu, FusedConv, ...) to the model nodes they replace.
         """
         tmp = tempfile.mkdtemp(prefix="infercast-ort-")
         try:
             so = self.make_options()
             so.enable_profiling = True
             so.profile_file_prefix = os.path.join(tmp, "ort_profile")
+            if optimized_to is not None:
+                so.optimized_model_filepath = optimized_to
             sess = self._ort.InferenceSession(self._model, so, providers=["CPUExecutionProvider"])
             bound = dict(feeds)
             for _ in range(runs + 1):

@@ -44,12 +44,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infercast.bench import BenchReport, assemble, model_format
 from infercast.bench.harness import RunResult, RunSpec, _from_message
 from infercast.bench.remote_boards import Board, RemoteError
 from infercast.errors import InfercastError
+
+if TYPE_CHECKING:
+    from infercast.analysis.cost import Analysis
 
 __all__ = [
     "BOOT",
@@ -527,10 +530,13 @@ def bench_remote(
     connect_timeout_s: float = 15.0,
     peak_for: Callable[[RunSpec], float | None] | None = None,
     on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
+    analysis: Analysis | None = None,
+    notes: Sequence[str] = (),
 ) -> BenchReport:
-    """:func:`run_remote`, then the report of a local run: the board's environment (CPU,
+    """:func:`run_remote`, then the report of a local run (profiles joined with
+    ``analysis``, the model's static cost): the board's environment (CPU,
     OS, Python, numpy, runtime versions, delegate libraries, the board and its target)."""
-    env, results, notes = run_remote(
+    env, results, remote_notes = run_remote(
         specs,
         board,
         timeout_s=timeout_s,
@@ -542,5 +548,12 @@ def bench_remote(
         versions.update(r.versions)
     env["runtime_versions"] = versions
     env["remote"] = board.to_dict()
-    rep = assemble(specs, results, env, timeout_s, peak_for=peak_for)
-    return replace(rep, notes=(*rep.notes, *notes))
+    return assemble(
+        specs,
+        results,
+        env,
+        timeout_s,
+        peak_for=peak_for,
+        analysis=analysis,
+        notes=(*notes, *remote_notes),
+    )

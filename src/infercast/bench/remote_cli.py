@@ -34,10 +34,11 @@ def plan(
     sweeps: Mapping[str, Sequence[str]],
     delegate: str | None,
     delegate_options: Sequence[str],
-    target: str | None,
+    target: Any,
     common: Mapping[str, Any],
-) -> tuple[Board, list[RunSpec], str | None]:
-    """The board, its runs and the target (``--target``, else the board's) of a command."""
+) -> tuple[Board, list[RunSpec], Any]:
+    """The board, its runs and the target (``target``: a name, file or Target; else the
+    board's target name, or None) of a command."""
     if common.get("raw_profile_dir"):
         raise RemoteError(
             "--save-profile is not available with --remote",

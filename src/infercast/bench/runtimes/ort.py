@@ -11,13 +11,15 @@ sequential with one inter-op thread. The session is
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from infercast.bench.ort_session import OPT_LEVELS, OrtCoreSession
 from infercast.bench.profiles.base import Profile
-from infercast.bench.profiles.ort import parse_ort_events
+from infercast.bench.profiles.ort import parse_ort_events, with_node_outputs
 from infercast.bench.runtimes import Feeds, ModelInputError, OptionSpec, Shapes, missing
 
 
@@ -30,8 +32,16 @@ def _import() -> Any:
 class OrtSession(OrtCoreSession):
     def profile(self, feeds: Feeds, runs: int, raw_dir: Path | None = None) -> Profile:
         """A second session with profiling on; ``runs`` + 1 inferences, the first dropped."""
-        text = self.profile_json(feeds, runs, str(raw_dir) if raw_dir is not None else None)
-        return parse_ort_events(json.loads(text), skip_runs=1, where="ORT profile")
+        tmp = Path(tempfile.mkdtemp(prefix="infercast-ort-"))
+        try:
+            optimized = tmp / "optimized.onnx"
+            text = self.profile_json(
+                feeds, runs, str(raw_dir) if raw_dir is not None else None, str(optimized)
+            )
+            prof = parse_ort_events(json.loads(text), skip_runs=1, where="ORT profile")
+            return with_node_outputs(prof, optimized)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class OrtRuntime:
