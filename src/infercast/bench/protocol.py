@@ -16,6 +16,8 @@ The result message (a JSON-able dict): ``status`` ``ok`` | ``failed``,
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 import traceback
@@ -101,3 +103,19 @@ def execute(
         if not (plain_errors and isinstance(exc, plain_errors)):
             traceback.print_exc(file=sys.stderr)
     return out
+
+
+def result_channel() -> tuple[Callable[[dict[str, Any]], None], Callable[[], None]]:
+    """``(emit, close)`` for a worker's JSON lines: file descriptor 1 is pointed at stderr
+    (so what the runtimes print, C++ logs included, goes there) and messages go to a
+    private duplicate of the original stdout."""
+    real_stdout_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    channel = os.fdopen(real_stdout_fd, "w", buffering=1)
+
+    def emit(msg: dict[str, Any]) -> None:
+        channel.write(json.dumps(msg) + "\n")
+        channel.flush()
+
+    return emit, channel.close

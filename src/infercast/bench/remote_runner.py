@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, Any
+from typing import Any
 
-from .protocol import execute
+from .protocol import execute, result_channel
 from .timing import TimingConfig
 
 TFLITE = ("litert", "tflite_runtime")
@@ -110,14 +110,7 @@ def run(spec: dict[str, Any], base: str, progress: Any = None) -> dict[str, Any]
 
 
 def main() -> int:
-    real_stdout_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    channel: IO[str] = os.fdopen(real_stdout_fd, "w", buffering=1)
-
-    def emit(msg: dict[str, Any]) -> None:
-        channel.write(json.dumps(msg) + "\n")
-        channel.flush()
+    emit, close = result_channel()
 
     def progress(phase: str, done: float) -> None:
         emit({"event": "progress", "phase": phase, "done": round(done, 3)})
@@ -125,7 +118,7 @@ def main() -> int:
     spec = json.loads(sys.stdin.read())
     result = run(spec, os.getcwd(), progress)
     emit(result)
-    channel.close()
+    close()
     return 0 if result["status"] == "ok" else 1
 
 

@@ -12,10 +12,9 @@ are written to a private duplicate of the original stdout.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from infercast.bench import protocol
 from infercast.bench.harness import Progress, RunSpec
@@ -59,15 +58,7 @@ def execute(spec: RunSpec, progress: Progress | None = None) -> dict[str, Any]:
 
 
 def main() -> int:
-    real_stdout_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    channel: IO[str] = os.fdopen(real_stdout_fd, "w", buffering=1)
-
-    def emit(msg: dict[str, Any]) -> None:
-        channel.write(json.dumps(msg) + "\n")
-        channel.flush()
-
+    emit, close = protocol.result_channel()
     try:
         spec = RunSpec.from_dict(json.loads(sys.stdin.read()))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -86,7 +77,7 @@ def main() -> int:
 
     result = execute(spec, progress)
     emit(result)
-    channel.close()
+    close()
     return 0 if result["status"] == "ok" else 1
 
 
