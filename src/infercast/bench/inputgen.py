@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 SMALL_INT_HIGH = 16
 
 
+class InputGenerationError(Exception):
+    """Inputs cannot be made as asked (the default error of this module's functions)."""
+
+
 @dataclass(frozen=True)
 class InputSpec:
     """One model input as the runtime declares it (shape fully known)."""
@@ -61,13 +65,15 @@ def generate(spec: InputSpec, rng: np.random.Generator) -> tuple[np.ndarray[Any,
             rng.integers(0, SMALL_INT_HIGH, size=spec.shape).astype(dt),
             f"uniform[0,{SMALL_INT_HIGH})",
         )
-    raise ValueError(
+    raise InputGenerationError(
         f"input '{spec.name}' has dtype {spec.dtype}, which infercast cannot generate "
         f"(give the data with --input {spec.name}=FILE.npy)"
     )
 
 
-def load_npy(path: str | Path, error: type[Exception] = ValueError) -> np.ndarray[Any, Any]:
+def load_npy(
+    path: str | Path, error: type[Exception] = InputGenerationError
+) -> np.ndarray[Any, Any]:
     """One array from a ``.npy`` file; ``error`` is raised with what is wrong."""
     p = Path(path)
     try:
@@ -85,7 +91,7 @@ def make_inputs(
     specs: Sequence[InputSpec],
     seed: int = 0,
     files: Mapping[str, str] | None = None,
-    error: type[Exception] = ValueError,
+    error: type[Exception] = InputGenerationError,
 ) -> tuple[dict[str, np.ndarray[Any, Any]], list[dict[str, Any]]]:
     """Arrays for every input, and a record of where each came from.
 
@@ -122,7 +128,7 @@ def make_inputs(
         else:
             try:
                 arr, source = generate(spec, rng)
-            except ValueError as exc:
+            except InputGenerationError as exc:
                 raise error(str(exc)) from None
             source = f"{source} seed={seed}"
         feeds[spec.name] = np.ascontiguousarray(arr)
@@ -134,7 +140,7 @@ def fixed_shape(
     name: str,
     dims: Any,
     input_shapes: Mapping[str, Sequence[int]],
-    error: type[Exception] = ValueError,
+    error: type[Exception] = InputGenerationError,
 ) -> tuple[int, ...]:
     """A concrete shape for input ``name``: the model's, or ``--input-shape``'s. A leading
     dynamic batch dimension alone is 1, as ``infercast analyze`` defaults it."""

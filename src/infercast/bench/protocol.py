@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from .inputgen import make_inputs
+from .inputgen import InputGenerationError, make_inputs
 from .stats import summarize
 from .timing import TimingConfig, measure
 
@@ -58,7 +58,7 @@ def execute(
     keep_samples: bool = True,
     profile: Callable[[Any, Feeds], dict[str, Any]] | None = None,
     progress: Callable[[str, float], None] | None = None,
-    input_error: type[Exception] = ValueError,
+    input_error: type[Exception] = InputGenerationError,
     plain_errors: tuple[type[BaseException], ...] = (),
 ) -> dict[str, Any]:
     """Open, feed, time (:func:`.timing.measure`), summarise, profile; never raises for a
