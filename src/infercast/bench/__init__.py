@@ -145,7 +145,13 @@ def bench(
         if on_done is not None:
             on_done(i, res)
     return assemble(
-        specs, results, environment(), timeout_s, peak_for=peak_for, analysis=analysis, notes=notes
+        specs,
+        results,
+        environment(),
+        timeout_s,
+        peak_for=peak_for,
+        analysis=analysis,
+        notes=notes,
     )
 
 
