@@ -14,12 +14,17 @@ import typer
 
 from infercast.cli.common import (
     EXIT_NOT_OK,
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
+    main_labels,
+    table_options,
 )
 from infercast.errors import InfercastError
 
@@ -195,6 +200,9 @@ def bench(
     connect_timeout: ConnectTimeoutOpt = 15.0,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Time MODEL on real runtimes side by side; with --profile, where the time goes.
 
@@ -275,7 +283,11 @@ def bench(
     elif fmt is Format.csv:
         out.text(rep.to_csv(result))
     else:
-        out.rich(rep.render_group(result, top=top))
+        labels = None
+        if result.joins:
+            labels = main_labels(api.load(model, parse_input_shapes(input_shape or [])))
+        opts = table_options(columns, sort, None)
+        out.rich(rep.render_group(result, top=top, opts=opts, by_op=by is not None, labels=labels))
     if result.failed:
         if remote is not None:
             from infercast.bench.remote_cli import failure_lines
