@@ -201,12 +201,16 @@ def ssh_board(target: str = "host") -> Iterator[SshBoard]:
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-        # Processes the tests started as the board user (none, when the tests pass).
-        r = subprocess.run(["ps", "-u", user, "-o", "pid="], capture_output=True, text=True)
-        for pid in r.stdout.split():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), 9)
-        subprocess.run(["userdel", "-r", user], capture_output=True)
+        # Processes the tests started as the board user (none, when the tests pass);
+        # userdel refuses a user with processes, so kill them by id and retry.
+        for _ in range(20):
+            r = subprocess.run(["ps", "-u", user, "-o", "pid="], capture_output=True, text=True)
+            for pid in r.stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), 9)
+            if subprocess.run(["userdel", "-r", user], capture_output=True).returncode in (0, 6):
+                break
+            time.sleep(0.5)
         shutil.rmtree(d, ignore_errors=True)
 
 
