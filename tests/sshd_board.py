@@ -146,6 +146,12 @@ def ssh_board(target: str = "host") -> Iterator[SshBoard]:
     subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], check=True, capture_output=True)
     # A locked account ('!' in shadow) is refused by sshd without PAM, even with a key.
     subprocess.run(["usermod", "-p", "*", user], check=True)
+    # A board folder left by an aborted earlier session whose user had the same uid
+    # (userdel frees it for reuse) would read as this board's leftover.
+    uid = int(subprocess.run(["id", "-u", user], capture_output=True, text=True).stdout)
+    for stale in Path("/tmp").glob("infercast-bench-*"):
+        if stale.stat().st_uid == uid:
+            shutil.rmtree(stale, ignore_errors=True)
     d = Path(tempfile.mkdtemp(prefix="infercast-sshd-"))
     os.chmod(d, 0o755)
     proc: subprocess.Popen[bytes] | None = None
