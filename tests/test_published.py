@@ -233,6 +233,19 @@ def test_per_channel_weights_cost_what_the_unit_states(published_dir: Path, tmp_
         assert ca == pytest.approx(3.0 * cb, rel=1e-9)
 
 
+def test_a_memorys_efficiency_scales_its_stated_bandwidth(tmp_path: Path) -> None:
+    t = load_target("ethos-u55-128")
+    sram = t.memories["sram"]
+    assert sram.bandwidth_bytes_per_s == 4e9 and 0 < sram.efficiency < 1
+    assert Params.of(t).get("memories.sram.bandwidth_bytes_per_s") == pytest.approx(
+        4e9 * sram.efficiency
+    )
+    f = tmp_path / "bad.toml"
+    f.write_text('extends = "ethos-u55-128"\n[memories.sram]\nefficiency = 1.5\n')
+    with pytest.raises(Exception, match=r"memories\.sram\.efficiency must be a fraction"):
+        load_target(str(f))
+
+
 def test_a_measurement_clock_scales_the_main_units_peak(published_dir: Path) -> None:
     model = _models(published_dir)["conv3x3_128ch_64_fp32"]
     t = load_target("k210-kpu")

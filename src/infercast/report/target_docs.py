@@ -61,9 +61,10 @@ def _memories(t: Target) -> list[str]:
     for m in t.memories.values():
         holds = ", ".join(m.holds) or "– (not a capacity limit)"
         over = "excess streamed" if m.on_overflow == "stream" else "does not fit"
+        eff = "" if m.efficiency == 1 else f" (achieved {m.efficiency:.0%})"
         out.append(
             f"| `{m.name}` | {human_bytes(m.size_bytes)} | "
-            f"{_rate(m.bandwidth_bytes_per_s)}B/s | "
+            f"{_rate(m.bandwidth_bytes_per_s)}B/s{eff} | "
             f"{holds} | {over} |"
         )
     return out
