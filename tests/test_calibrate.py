@@ -191,9 +191,13 @@ def test_from_profile_reproduces_the_profiles_own_throughput(
     conv_ops = 2 * 40 * 40 * 64 * 64 * 9 + 40 * 40 * 64
     by_name = {o.name: o.measured_s for o in profile.ops}
     # ORT at the basic level runs each Conv and its Relu as two kernels (conv0, relu0);
-    # conv2's kernel also takes the residual add.
-    conv_times = [by_name[f"conv{i}"] + by_name[f"relu{i}"] for i in range(2)]
-    rate = conv_ops / float(np.median(conv_times))
+    # conv2's kernel also takes the residual add. The median of the three: on a loaded
+    # machine one conv's kernel can be slow in most runs, and the fit (robust) and this
+    # expectation both set such an outlier aside.
+    conv_times = [by_name[f"conv{i}"] + by_name[f"relu{i}"] for i in range(3)]
+    conv_times[2] += by_name["add"]
+    median_s = float(np.median(conv_times))
+    rate = conv_ops / median_s
     m = f.channel_multiple  # 64 channels: no padding at any candidate multiple
     expected_eff = rate / peak * math.ceil(64 / m) * m / 64
     assert f.efficiency["conv"] == pytest.approx(expected_eff, rel=0.15)
@@ -202,7 +206,7 @@ def test_from_profile_reproduces_the_profiles_own_throughput(
     cal.write_text(res.toml)
     fc = estimate(model, load_target(str(cal)))
     convs = [ly for ly in fc.layers if ly.op == "conv"]
-    assert [ly.latency_s for ly in convs[:2]] == pytest.approx(conv_times, rel=0.2)
+    assert [ly.latency_s for ly in convs[:2]] == pytest.approx([median_s] * 2, rel=0.2)
     # The CLI writes the same fit.
     out = tmp_path / "cli.toml"
     argv = ["calibrate", "-t", "host", "--from", str(prof_path), "--model", str(model)]

@@ -403,6 +403,10 @@ def fit_params(
     if not samples:
         raise InfercastError("no measured samples to fit", "measure some kernels first")
     base = Params.of(target)
+    if not base.reduction_half.get(unit):
+        # No stated depth penalty: the prior is a negligible one (0.1 of a MAC), so a
+        # penalty that the samples' depths cannot separate from the efficiency stays small.
+        base = replace(base, reduction_half={**base.reduction_half, unit: 0.1})
     keys = unit_keys(samples, unit, fit_invoke=fit_invoke)
     # Two starts: the target's stated values, and one read off the data (each class's
     # efficiency as if its samples were compute-bound, the bandwidth as if the
