@@ -53,6 +53,10 @@ from infercast.report import targets as targets_report
 from infercast.report import validation as validation_report
 from infercast.targets import PlacementReport, Target, load_target, place
 from infercast.targets import list_targets as builtin_targets
+from infercast.whatif import WhatIfResult
+from infercast.whatif import whatif as run_whatif
+from infercast.whatif.advise import AdviceResult
+from infercast.whatif.advise import advise as run_advise
 
 ModelLike = str | os.PathLike[str] | Graph
 TargetLike = str | os.PathLike[str] | Target
@@ -453,7 +457,32 @@ def list_targets() -> TargetList:
     return TargetList(tuple(builtin_targets()))
 
 
+# --------------------------------------------------------------------------- #
+# whatif, advise
+# --------------------------------------------------------------------------- #
+
+
+def whatif(
+    model: ModelLike,
+    target: TargetLike,
+    input_shapes: InputShapes = None,
+    **options: Any,
+) -> WhatIfResult:
+    """Variants of the model on ``target``: ``resolution=[128, 160]``, ``width=[0.5, 1.0]``,
+    ``dtype=["int8"]``, ``quant``, ``replace=["HARD_SWISH=RELU6"]``, ``keep``, ``divisor``,
+    ``threads``, ``fit=True`` (with ``budget_s``): :func:`infercast.whatif.whatif`.
+    ``to_records()`` gives one row per variant, ``to_dict()`` ``infercast.whatif/1``."""
+    return run_whatif(_graph(model, input_shapes), _target(target), **options)
+
+
+def advise(model: ModelLike, target: TargetLike, input_shapes: InputShapes = None) -> AdviceResult:
+    """Ranked advice for the model on ``target``, each item's gain from its what-if
+    (``infercast advise``); ``to_dict()`` gives ``infercast.advice/1``."""
+    return run_advise(_graph(model, input_shapes), _target(target))
+
+
 __all__ = [
+    "AdviceResult",
     "AnalysisResult",
     "BenchResult",
     "Calibration",
@@ -463,6 +492,8 @@ __all__ = [
     "ProfileResult",
     "TargetList",
     "ValidationResult",
+    "WhatIfResult",
+    "advise",
     "analyze",
     "bench",
     "calibrate",
@@ -474,4 +505,5 @@ __all__ = [
     "plan_memory",
     "profile_import",
     "validate",
+    "whatif",
 ]

@@ -3,17 +3,14 @@ layers concerned and the gain its what-if forecasts."""
 
 from __future__ import annotations
 
-import json
-
 from infercast.cli.common import (
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    Output,
     TargetOpt,
-    emit,
-    render,
 )
 
 
@@ -37,10 +34,11 @@ def advise(
     from infercast.whatif.advise import advise as run
 
     tgt = load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
     result = run(load(model, parse_input_shapes(input_shape or [])), tgt)
     if fmt is Format.json:
-        emit(json.dumps(rep.advice_dict(result), indent=1), output)
+        out.json(rep.advice_dict(result))
     elif fmt is Format.csv:
-        emit(rep.advice_csv(result), output)
+        out.text(rep.advice_csv(result))
     else:
-        render(rep.render_advice(result), output)
+        out.rich(rep.render_advice(result))

@@ -4,7 +4,6 @@ largest one that fits; ``--export`` writes each as a runnable model."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,10 +16,9 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    Output,
     TargetOpt,
-    emit,
     progress,
-    render,
 )
 from infercast.errors import InfercastError
 
@@ -152,6 +150,7 @@ def whatif(
     thread_counts = parse_threads(threads)
     scheme = parse_quant(quant)
     tgt = load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
     graph = load(model, parse_input_shapes(input_shape or []))
     result = run(
         graph,
@@ -178,10 +177,10 @@ def whatif(
         for path in written:
             progress(f"exported {path}")
     if fmt is Format.json:
-        emit(json.dumps(rep.to_dict(result), indent=1), output)
+        out.json(rep.to_dict(result))
     elif fmt is Format.csv:
-        emit(rep.to_csv(result), output)
+        out.text(rep.to_csv(result))
     else:
-        render(rep.render_table(result), output)
+        out.rich(rep.render_table(result))
     if fit and (result.fit is None or result.fit.best is None):
         raise SystemExit(EXIT_NOT_OK)

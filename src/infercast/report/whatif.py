@@ -30,8 +30,7 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
-from infercast.report.estimate import human_seconds
-from infercast.report.units import human_bytes, human_count, short_name
+from infercast.report.units import human_bytes, human_count, human_seconds, short_name
 
 if TYPE_CHECKING:
     from infercast.whatif import WhatIfResult

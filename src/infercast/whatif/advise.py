@@ -32,8 +32,7 @@ from typing import Any
 
 from infercast.ir.graph import Graph, Shape
 from infercast.ir.views import kernel_dims
-from infercast.report.estimate import human_seconds
-from infercast.report.units import human_bytes
+from infercast.report.units import human_bytes, human_seconds
 from infercast.targets import Target
 from infercast.targets.placement import LayerPlacement, PlacementReport
 from infercast.whatif.evaluate import (

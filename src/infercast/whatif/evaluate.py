@@ -8,10 +8,8 @@ Stages are called through their public functions on the variant's :class:`Graph`
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from infercast.analysis.cost import Analysis, analyze_graph
 from infercast.analysis.memory import MemoryAnalysis, plan_graph
@@ -159,29 +157,21 @@ def thread_params(target: Target, threads: int | None) -> Params | None:
     return dataclasses.replace(p, peak=peak) if changed else None
 
 
-# Stage signatures differ between the one-pipeline steps: pass earlier results where
-# the stage takes them.
-_PLACE_TAKES_MEMORY = "memory" in inspect.signature(place).parameters
-_ESTIMATE_TAKES = set(inspect.signature(forecast_stage).parameters)
-
-
 def run_stages(
     graph: Graph, target: Target, threads: int | None = None
 ) -> tuple[Analysis, MemoryAnalysis, PlacementReport, Forecast]:
-    """Analysis, memory plan, placement and forecast of ``graph`` on ``target``."""
+    """Analysis, memory plan, placement and forecast of ``graph`` on ``target``, each
+    once, each stage given the earlier ones' results."""
     analysis = analyze_graph(graph)
     memory = plan_graph(graph)
-    place_kwargs: dict[str, Any] = {"memory": memory} if _PLACE_TAKES_MEMORY else {}
-    placement = place(graph, target, **place_kwargs)
-    kwargs: dict[str, Any] = {}
-    if "placement" in _ESTIMATE_TAKES:
-        kwargs["placement"] = placement
-    if "analysis" in _ESTIMATE_TAKES:
-        kwargs["analysis"] = analysis
-    params = thread_params(target, threads)
-    if params is not None:
-        kwargs["params"] = params
-    fc = forecast_stage(graph, target, **kwargs)
+    placement = place(graph, target, memory=memory)
+    fc = forecast_stage(
+        graph,
+        target,
+        placement=placement,
+        analysis=analysis,
+        params=thread_params(target, threads),
+    )
     return analysis, memory, placement, fc
 
 

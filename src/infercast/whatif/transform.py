@@ -442,26 +442,34 @@ class _Transform:
         rank = len(static(w_old))
         new_w = weight_shape(layout, rank, o_new, i_new, spatial)
         o_axis = layout_for_rank(layout, rank).index("O")
-        self._set_const(node, wi, self._resized(node.inputs[wi], new_w, o_axis))
+        self._want(node, wi, new_w, o_axis)
         c_old_total = _channels_total(node, kd.out_channels, onnx_group, self.fmt)
         self._bias(node, (di, wi), c_old_total, c_new_total)
         if node.index in self._plan.kernel_plan and "kernel_shape" in attrs:
             attrs["kernel_shape"] = tuple(spatial)
         self._conv_pads(node, attrs, x_old, x_new, tuple(kd.spatial), spatial)
 
-    def _bias(self, node: Node, skip: tuple[int, ...], c_old: int, c_new: int) -> None:
-        if c_old == c_new:
+    def _want(self, node: Node, pos: int, shape: tuple[int, ...], o_axis: int | None) -> None:
+        """Input ``pos`` of ``node`` must be a constant of ``shape``: re-shape it, or, when
+        it already has that shape, claim it (a constant shared with later layers that
+        change it is then copied for them, not changed under this one)."""
+        name = self.nodes[node.index].inputs[pos]
+        if self.T[name].shape == shape:
+            self.assigned.setdefault(name, node.index)
             return
+        self._set_const(node, pos, self._resized(name, shape, o_axis))
+
+    def _bias(self, node: Node, skip: tuple[int, ...], c_old: int, c_new: int) -> None:
         for pos, name in enumerate(node.inputs):
             if pos in skip or not name:
                 continue
-            t = self.T[name]
+            t = self.old.tensors[name]
             if not t.is_constant or not is_weight(t) or t.shape is None:
                 continue
             s = static(t)
             if s and s[-1] == c_old and int(np.prod(s)) == c_old:
                 new = (*s[:-1], c_new)
-                self._set_const(node, pos, self._resized(name, new, len(new) - 1))
+                self._want(node, pos, new, len(new) - 1)
 
     def _dense(self, node: Node, attrs: dict[str, Any]) -> None:
         g = self.old
@@ -496,7 +504,7 @@ class _Transform:
             new_w = (o_new, k_new) if trans_b else (k_new, o_new)
             o_old = n_old
             o_axis = 0 if trans_b else 1
-        self._set_const(node, pos, self._resized(node.inputs[pos], new_w, o_axis))
+        self._want(node, pos, new_w, o_axis)
         self._bias(node, (0, pos), o_old, o_new)
 
     def _follow(self, node: Node) -> None:
@@ -514,13 +522,13 @@ class _Transform:
             return
         xo = g.tensors[node.inputs[data]].shape
         xn = self.T[node.inputs[data]].shape
-        if xo == xn or xo is None or xn is None:
+        if xo is None or xn is None:
             return
         per_channel = node.op in ("batch_normalization", "instance_normalization")
         for pos, name in enumerate(node.inputs):
             if pos == data or not name:
                 continue
-            t = self.T[name]
+            t = self.old.tensors[name]
             if not t.is_constant or not is_weight(t) or t.shape is None:
                 continue
             s = static(t)
@@ -535,9 +543,8 @@ class _Transform:
                 )
             else:
                 continue
-            if new != s:
-                c_ax = channel_axis(g, len(new)) if new else None
-                self._set_const(node, pos, self._resized(name, new, c_ax))
+            c_ax = channel_axis(g, len(new)) if new else None
+            self._want(node, pos, new, c_ax)
 
     # ----- shape arguments ----------------------------------------------- #
 
