@@ -228,3 +228,45 @@ def test_fit_finds_the_largest_variant_that_fits(keras_dir: Path) -> None:
     assert best.resolution is not None
     bigger = evaluate(g, best.spec.with_(resolution=(best.resolution[0] + 32,) * 2), tgt)
     assert not bigger.totals.fits
+
+
+@pytest.mark.parametrize(
+    ("old_in", "old_out", "new_in", "want"),
+    [
+        # keras squeeze-excite: (1, C) -> (1, 1, 1, C)
+        ((1, 96), (1, 1, 1, 96), (1, 48), (1, 1, 1, 48)),
+        # Flatten before a dense layer: (1, 7, 7, 512) -> (1, 25088)
+        ((1, 7, 7, 512), (1, 25088), (1, 5, 5, 512), (1, 12800)),
+        # Channel shuffle: (1, C, H, W) -> (1, g, C / g, H, W); the groups stay
+        ((1, 240, 28, 28), (1, 4, 60, 28, 28), (1, 120, 28, 28), (1, 4, 30, 28, 28)),
+        # Detection head: (1, H, W, anchors x 18) -> (1, H x W x anchors, 18)
+        ((1, 12, 12, 108), (1, 864, 18), (1, 6, 6, 108), (1, 216, 18)),
+        # Nothing that changes: unchanged
+        ((1, 1024, 1, 1), (1, 1024), (1, 1024, 1, 1), (1, 1024)),
+    ],
+)
+def test_reshape_targets_follow_dimension_groups(
+    old_in: tuple[int, ...],
+    old_out: tuple[int, ...],
+    new_in: tuple[int, ...],
+    want: tuple[int, ...],
+) -> None:
+    from infercast.whatif.geometry import remap_reshape
+
+    got = remap_reshape(old_in, old_out, new_in)
+    assert got == want
+    assert got is not None and _prod(got) == _prod(new_in)
+
+
+def _prod(s: tuple[int, ...]) -> int:
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+def test_reshape_that_mixes_changed_and_kept_dimensions_is_refused() -> None:
+    from infercast.whatif.geometry import remap_reshape
+
+    # (H, C, W) -> (H x C x W): H and W change around a kept C: which output factor?
+    assert remap_reshape((4, 8, 4), (2, 64), (2, 8, 2)) is None

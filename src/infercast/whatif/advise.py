@@ -35,20 +35,16 @@ from infercast.ir.views import kernel_dims
 from infercast.report.units import human_bytes, human_seconds
 from infercast.targets import Target
 from infercast.targets.placement import LayerPlacement, PlacementReport
-from infercast.whatif.evaluate import (
-    VariantResult,
-    evaluate,
-    input_resolution,
-    model_dtype,
-    model_quant,
-)
+from infercast.whatif.evaluate import VariantResult, evaluate, model_dtype, model_quant
 from infercast.whatif.ops import (
     ACTIVATIONS,
     KERNEL_OPS,
     activation_of,
     channel_axis,
+    input_resolution,
+    total_stride,
 )
-from infercast.whatif.search import resolution_steps, search, total_stride
+from infercast.whatif.search import resolution_steps, search
 from infercast.whatif.spec import DTypeName, Replacement, VariantError, VariantSpec
 
 MIN_GAIN_S = 1e-6
@@ -145,6 +141,16 @@ class _Advisor:
     def gain(self, v: VariantResult) -> float:
         return self.base.totals.latency_s - v.totals.latency_s
 
+    def faster_layers(self, v: VariantResult, by: float = 0.01) -> set[int]:
+        """Layers whose forecast latency the variant ``v`` cuts by more than ``by``."""
+        assert self.base.forecast is not None and v.forecast is not None
+        before = {ly.index: ly.latency_s for ly in self.base.forecast.layers}
+        return {
+            ly.index
+            for ly in v.forecast.layers
+            if ly.index in before and ly.latency_s < before[ly.index] * (1 - by)
+        }
+
     def cpu_layers(self, v: VariantResult) -> set[int]:
         assert v.placement is not None
         return {ly.index for ly in v.placement.layers if not ly.folded and ly.placement == "cpu"}
@@ -226,14 +232,12 @@ class _Advisor:
             g = self.gain(v)
             if g <= MIN_GAIN_S:
                 return
-            # The target's own evidence: the placement notes of the layers it slows.
-            noted = [
-                ly
-                for ly in self.placement.layers
-                if any("per" in n.check and "tensor" in n.check for n in ly.notes)
-                or any("channel" in n.text.lower() for n in ly.notes)
-            ]
-            why = noted[0].notes[0].text if noted and noted[0].notes else "the target's model"
+            # The layers the what-if speeds up, and the target's own words for why (the
+            # placement notes of those layers).
+            faster = self.faster_layers(v)
+            noted = [ly for ly in self.placement.layers if ly.index in faster]
+            notes = sorted({n.text for ly in noted for n in ly.notes})
+            why = "; ".join(notes) if notes else "the target's cost model"
             self.add(
                 Advice(
                     "quantization",

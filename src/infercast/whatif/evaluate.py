@@ -17,7 +17,7 @@ from infercast.estimate.forecast import Forecast, Params
 from infercast.estimate.forecast import estimate as forecast_stage
 from infercast.ir.graph import Graph
 from infercast.targets import PlacementReport, Target, place
-from infercast.whatif.ops import image_axes
+from infercast.whatif.ops import input_resolution
 from infercast.whatif.spec import VariantSpec
 from infercast.whatif.transform import transform
 
@@ -121,19 +121,6 @@ def model_quant(graph: Graph) -> str | None:
     if not qs:
         return None
     return "per-channel" if any(q is not None and q.per_channel for q in qs) else "per-tensor"
-
-
-def input_resolution(graph: Graph) -> tuple[int, int] | None:
-    for name in graph.inputs:
-        t = graph.tensors[name]
-        if t.rank == 4 and t.is_static:
-            try:
-                h, w = image_axes(graph, t)
-            except Exception:
-                return None
-            assert t.shape is not None
-            return int(t.shape[h] or 0), int(t.shape[w] or 0)
-    return None
 
 
 def thread_params(target: Target, threads: int | None) -> Params | None:

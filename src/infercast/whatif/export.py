@@ -143,8 +143,8 @@ def export_onnx(base: Graph, variant: Graph, path: Path) -> Path:
                 _set_attr(proto, "value", tensor_proto(out))
     for vi in [*g.input, *g.output]:
         io = vt.get(vi.name)
-        if io is None or io.shape is None or vi.name in inits:
-            continue
+        if io is None or io.shape is None:
+            continue  # (older models also list their initializers as inputs: updated too)
         dims = vi.type.tensor_type.shape.dim
         del dims[:]
         for d in io.shape:
@@ -254,6 +254,11 @@ def export_tflite(base: Graph, variant: Graph, path: Path) -> Path:
         if old is not None:
             if t is old:
                 continue
+            if old.sparse and t.shape != old.shape:
+                raise ExportError(
+                    f"tensor '{name}' is stored sparse; re-shaped sparse weights are not written",
+                    "the variant is analysed; export a variant that keeps that layer's shape",
+                )
             if t.dtype != old.dtype:
                 raise ExportError(
                     f"tensor '{name}' is re-typed; re-typed variants are not exported"

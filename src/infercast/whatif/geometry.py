@@ -88,15 +88,19 @@ def remap_reshape(
         big = [k for k in jj if old_out[k] != 1]
         if not big:
             return None
-        rest = math.prod(old_out[k] for k in big[:-1])
+        changed = [k for k in ii if new_in[k] != old_in[k]]
+        stable = [k for k in ii if new_in[k] == old_in[k] and old_in[k] != 1]
+        if stable and min(changed) < max(stable) and max(changed) > min(stable):
+            return None  # changed and unchanged dimensions interleave: ambiguous
+        # A change at the start of the group (the spatial dims of (H, W, A x K) ->
+        # (H x W x A, K), a detection head) goes to the first output dimension; one at
+        # its end (a channel split C -> (g, C / g)) to the last.
+        lead = bool(stable) and max(changed) < min(stable)
+        target = big[0] if lead else big[-1]
+        rest = math.prod(old_out[k] for k in big if k != target)
         if rest == 0 or new_prod % rest:
             return None
-        if len(big) > 1:
-            # A split of one input dimension: keep the leading factors.
-            big_in = [k for k in ii if old_in[k] != 1]
-            if len(big_in) != 1:
-                return None
-        out[big[-1]] = new_prod // rest
+        out[target] = new_prod // rest
     return tuple(out)
 
 

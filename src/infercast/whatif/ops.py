@@ -4,6 +4,7 @@ on the command line, and the MobileNets' channel rounding."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -48,8 +49,13 @@ NO_TIE = frozenset(
 
 
 BINARY = frozenset(
-    {"add", "sub", "mul", "div", "maximum", "minimum", "squared_difference", "where", "pow"}
-)
+    {
+        "add", "sub", "mul", "div", "maximum", "minimum", "squared_difference", "where", "pow",
+        "sum", "max", "min", "mean",
+    }
+)  # fmt: skip
+RESHAPING = frozenset({"reshape", "unsqueeze", "squeeze", "flatten", "expand_dims"})
+POOLS = frozenset({"avg_pool", "max_pool", "l2_pool", "lp_pool"})
 
 
 def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
@@ -256,3 +262,38 @@ def onnx_canonical(op_type: str) -> str:
     from infercast.frontends.onnx import canonical_name
 
     return canonical_name(op_type, "")
+
+
+def input_resolution(graph: Graph) -> tuple[int, int] | None:
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        if t.rank == 4 and t.is_static:
+            try:
+                h, w = image_axes(graph, t)
+            except VariantError:
+                return None
+            assert t.shape is not None
+            return int(t.shape[h] or 0), int(t.shape[w] or 0)
+    return None
+
+
+def total_stride(graph: Graph) -> int:
+    """The input size over the smallest spatial size of a 4-D activation (32 for the
+    MobileNets at 224: their last feature map is 7x7)."""
+    res = input_resolution(graph)
+    if res is None:
+        return 1
+    h = res[0]
+    smallest = h
+    for t in graph.tensors.values():
+        if t.is_constant or t.rank != 4 or not t.is_static or t.layout is None:
+            continue
+        assert t.shape is not None
+        axis = 1 if graph.layout.endswith("C") else 2
+        d = int(t.shape[axis] or 0)
+        if 1 < d < smallest:
+            smallest = d
+    stride = max(1, round(h / smallest))
+    # A power of two when the model's strides are (round 7 -> 8 for odd maps).
+    p = 2 ** round(math.log2(stride)) if stride > 1 else 1
+    return p if abs(p - h / smallest) <= 1 else stride

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import kernel_dims
 from infercast.whatif.ops import (
@@ -215,12 +217,32 @@ class ChannelPlan:
         for i, c in self.channel_override.items():
             self.group_override[self.find(g.nodes[i].outputs[0])] = c
 
-    # ----- activations --------------------------------------------------- #
+        self.members: dict[str, list[str]] = {}
+        for name in self.parent:
+            self.members.setdefault(self.find(name), []).append(name)
 
-    def channels_out(self, node: Node, c_old: int, cin_old: int, cin_new: int) -> int:
+    # ----- channel counts -------------------------------------------------- #
+
+    def channels_out(
+        self,
+        node: Node,
+        c_old: int,
+        cin_old: int,
+        cin_new: int,
+        known: Callable[[str], int | None] | None = None,
+    ) -> int:
+        """The new output channels of conv / FC ``node``. ``known(name)`` gives the new
+        channel count of a tensor the walk has already made (None: not yet): a group
+        tied to one (a Concat's output, a graph input) takes its count."""
         key = self.find(node.outputs[0]) if node.outputs and node.outputs[0] else ""
         if key in self.group_value:
             return self.group_value[key]
+        if known is not None:
+            for m in self.members.get(key, ()):
+                c = known(m)
+                if c is not None:
+                    self.group_value[key] = c
+                    return c
         v = self.own_channels(node, c_old, cin_old, cin_new)
         if key in self.group_override:
             v = self.group_override[key]
@@ -229,6 +251,25 @@ class ChannelPlan:
         if key:
             self.group_value[key] = v
         return v
+
+    def group_channels(
+        self, name: str, default: int, known: Callable[[str], int | None] | None = None
+    ) -> int:
+        """The channel count of ``name``'s group: decided already, made already by the
+        walk, else ``default`` (which then decides it)."""
+        key = self.find(name)
+        if key in self.group_value:
+            return self.group_value[key]
+        if known is not None:
+            for m in self.members.get(key, ()):
+                c = known(m)
+                if c is not None and m != name:
+                    self.group_value[key] = c
+                    return c
+        if key in self.group_keep:
+            return default
+        self.group_value[key] = default
+        return default
 
     def own_channels(self, node: Node, c_old: int, cin_old: int, cin_new: int) -> int:
         if node.index in self.channel_override:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from infercast.ir.graph import Graph, Node
 from infercast.ir.views import kernel_dims
 from infercast.targets import Target
-from infercast.whatif.evaluate import VariantResult, evaluate, input_resolution
-from infercast.whatif.ops import make_divisible
+from infercast.whatif.evaluate import VariantResult, evaluate
+from infercast.whatif.ops import make_divisible, total_stride
 from infercast.whatif.plan import ChannelPlan
 from infercast.whatif.spec import VariantError, VariantSpec
 
@@ -49,28 +49,6 @@ class FitSearch:
     @property
     def found(self) -> bool:
         return self.best is not None
-
-
-def total_stride(graph: Graph) -> int:
-    """The input size over the smallest spatial size of a 4-D activation (32 for the
-    MobileNets at 224: their last feature map is 7x7)."""
-    res = input_resolution(graph)
-    if res is None:
-        return 1
-    h = res[0]
-    smallest = h
-    for t in graph.tensors.values():
-        if t.is_constant or t.rank != 4 or not t.is_static or t.layout is None:
-            continue
-        assert t.shape is not None
-        axis = 1 if graph.layout.endswith("C") else 2
-        d = int(t.shape[axis] or 0)
-        if 1 < d < smallest:
-            smallest = d
-    stride = max(1, round(h / smallest))
-    # A power of two when the model's strides are (round 7 -> 8 for odd maps).
-    p = 2 ** round(math.log2(stride)) if stride > 1 else 1
-    return p if abs(p - h / smallest) <= 1 else stride
 
 
 def resolution_steps(graph: Graph, lo: int, hi: int) -> list[int]:

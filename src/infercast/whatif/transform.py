@@ -60,6 +60,8 @@ from infercast.whatif.ops import (
     DENSE_OPS,
     DERIVED_OK,
     KERNEL_OPS,
+    POOLS,
+    RESHAPING,
     activation_of,
     channel_axis,
     channels_of,
@@ -69,9 +71,11 @@ from infercast.whatif.ops import (
     norm_op,
     onnx_canonical,
     op_matches,
+    scaled_channels,
     short,
     spatial_axes,
     static,
+    total_stride,
     weight_shape,
 )
 from infercast.whatif.plan import ChannelPlan
@@ -100,6 +104,7 @@ class _Transform:
         self.assigned: dict[str, int] = {}
         self.new_names = 0
         self.plan: ChannelPlan | None = None
+        self.current = 0
 
     # ----- entry ---------------------------------------------------------- #
 
@@ -245,6 +250,7 @@ class _Transform:
         for i, node in enumerate(self.nodes):
             if node.folded:
                 continue
+            self.current = i
             attrs = dict(node.attrs)
             before = [self.T[n] if n else None for n in node.inputs]
             if node.op in KERNEL_OPS and self._plan.weight(node) is not None:
@@ -289,7 +295,8 @@ class _Transform:
                 if not unchanged:
                     raise VariantError(
                         f"layer '{short(node.name)}' ({node.native_op}): its output shape "
-                        f"cannot be derived for this variant ({type(exc).__name__}: {exc})"
+                        f"cannot be derived for this variant ({type(exc).__name__}: {exc})",
+                        self._stride_hint(),
                     ) from None
         if shapes is None:
             if not unchanged:
@@ -313,6 +320,18 @@ class _Transform:
             if s != self.T[o].shape:
                 self.T[o] = dataclasses.replace(self.T[o], shape=s)
         self._propagate_values(node, ins)
+
+    def _stride_hint(self) -> str:
+        res = self.spec.resolution
+        if res is None:
+            return ""
+        stride = total_stride(self.old)
+        if stride > 1 and (res[0] % stride or res[1] % stride):
+            return (
+                f"{res[0]}x{res[1]} is not a multiple of the model's total stride, {stride}: "
+                "such sizes keep its layers aligned"
+            )
+        return ""
 
     def _propagate_values(self, node: Node, ins: list[Tensor | None]) -> None:
         outs = [self.T[o] for o in node.outputs if o]
@@ -368,13 +387,11 @@ class _Transform:
         if t.derived_from:
             prod = self.old.producers.get(name)
             pnode = self.old.nodes[prod] if prod is not None else None
-            if pnode is None or not pnode.folded or pnode.op not in DERIVED_OK:
-                raise VariantError(
-                    f"weight '{short(name)}' is computed at load time by "
-                    f"{pnode.native_op if pnode else 'an op'}; it cannot be re-shaped"
-                )
+            src_shape = self._source_shape(name, pnode, shape)
+            assert pnode is not None
             src = pnode.inputs[0]
-            self.T[src] = self._resized(src, shape, o_axis)
+            same = src_shape == shape
+            self.T[src] = self._resized(src, src_shape, o_axis if same else None)
             for extra in pnode.inputs[1:]:  # per-channel scale / zero point vectors
                 e = self.T.get(extra) if extra else None
                 if e is not None and o_axis is not None and e.rank == 1 and t.shape is not None:
@@ -384,6 +401,8 @@ class _Transform:
             storage = self.T[src].storage_bytes
             out = dataclasses.replace(self.T[name], shape=shape, storage_bytes=storage, value=None)
             self.T[name] = out
+        else:
+            self._generated(name, shape)
         quant = t.quant
         if quant is not None and quant.per_channel and quant.axis is not None:
             n = shape[quant.axis] if quant.axis < len(shape) else len(quant.scale)
@@ -396,6 +415,62 @@ class _Transform:
             self.T[name], shape=shape, storage_bytes=storage, value=None, quant=quant
         )
 
+    def _generated(self, name: str, shape: tuple[int, ...]) -> None:
+        """A constant made at load time from a shape (ONNX ConstantOfShape) gets the new
+        shape in that argument too."""
+        prod = self.old.producers.get(name)
+        node = self.old.nodes[prod] if prod is not None else None
+        if node is None or not node.folded or node.op != "constant_of_shape":
+            return
+        arg = self.T.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if arg is not None and arg.value is not None:
+            value = np.asarray(shape, dtype=np.asarray(arg.value).dtype)
+            self.T[node.inputs[0]] = dataclasses.replace(arg, value=value)
+
+    def _known(self, name: str) -> int | None:
+        """The new channel count of ``name`` once the walk has made it (a graph input, or
+        the output of a node before the current one), else None."""
+        made = self.old.producers.get(name, self.current) < self.current
+        if name not in self.old.inputs and not made:
+            return None
+        t = self.T[name]
+        if not t.is_static or not t.shape or len(t.shape) < 2:
+            return None
+        return int(t.shape[channel_axis(self.old, len(t.shape))] or 0)
+
+    def _source_shape(
+        self, name: str, pnode: Node | None, shape: tuple[int, ...]
+    ) -> tuple[int, ...]:
+        """The new shape of what a load-time op (DEQUANTIZE, Unsqueeze, Reshape,
+        Transpose of a stored weight) computes constant ``name`` from."""
+        if pnode is not None and pnode.folded and pnode.op in DERIVED_OK:
+            return shape
+        if pnode is not None and pnode.folded and pnode.op in RESHAPING | {"transpose"}:
+            src_old = static(self.old.tensors[pnode.inputs[0]])
+            out_old = static(self.old.tensors[name])
+            if pnode.op == "transpose":
+                perm = ints(pnode.attrs.get("perm"))
+                if not perm and len(pnode.inputs) > 1:
+                    v = self._const_value(pnode, 1)
+                    perm = tuple(int(x) for x in v.reshape(-1)) if v is not None else ()
+                if len(perm) == len(shape):
+                    out = [0] * len(shape)
+                    for i, p in enumerate(perm):
+                        out[p] = shape[i]
+                    return tuple(out)
+            else:
+                new = remap_reshape(out_old, src_old, shape)
+                if new is not None:
+                    if pnode.op == "reshape" and self._const_value(pnode, 1) is not None:
+                        target = self.T[pnode.inputs[1]]
+                        value = np.asarray(shape, dtype=np.asarray(target.value).dtype)
+                        self.T[pnode.inputs[1]] = dataclasses.replace(target, value=value)
+                    return new
+        raise VariantError(
+            f"weight '{short(name)}' is computed at load time by "
+            f"{pnode.native_op if pnode else 'an op'}; it cannot be re-shaped"
+        )
+
     def _kernel(self, node: Node, attrs: dict[str, Any]) -> None:
         g = self.old
         layout = str(attrs.get("weight_layout", "OIHW"))
@@ -406,11 +481,12 @@ class _Transform:
         kd = kernel_dims(w_old, layout)
         cin_old, cin_new = channels_of(g, x_old), channels_of(g, x_new)
         spatial = tuple(self._plan.kernel_plan.get(node.index, kd.spatial))
+        spatial = self._global_kernel(node, x_old, x_new, spatial)
         onnx_group = int(attrs.get("group", 1))
         if node.op == "conv_transpose":
             group = onnx_group if self.fmt == "onnx" else 1
             c_old_total = kd.out_channels * group
-            c_new_total = self._plan.channels_out(node, c_old_total, cin_old, cin_new)
+            c_new_total = self._plan.channels_out(node, c_old_total, cin_old, cin_new, self._known)
             if c_new_total % group or cin_new % group:
                 raise VariantError(
                     f"layer '{short(node.name)}': {c_new_total} channels do not split in "
@@ -435,7 +511,7 @@ class _Transform:
                     f"its {groups} groups"
                 )
             i_new = cin_new // groups
-            o_new = self._plan.channels_out(node, kd.out_channels, cin_old, cin_new)
+            o_new = self._plan.channels_out(node, kd.out_channels, cin_old, cin_new, self._known)
             if o_new % groups:
                 o_new = -(-o_new // groups) * groups
             c_new_total = o_new
@@ -458,6 +534,25 @@ class _Transform:
             self.assigned.setdefault(name, node.index)
             return
         self._set_const(node, pos, self._resized(name, shape, o_axis))
+
+    def _global_kernel(
+        self, node: Node, x_old: Tensor, x_new: Tensor, spatial: tuple[int, ...]
+    ) -> tuple[int, ...]:
+        """A VALID conv whose kernel is its whole input (a dense layer over the map, as
+        landmark heads end) keeps covering its whole input."""
+        xo, xn = static(x_old), static(x_new)
+        out = static(self.old.tensors[node.outputs[0]])
+        axes = spatial_axes(self.old, len(xo))
+        if (
+            node.op == "conv_transpose"
+            or len(axes) != len(spatial)
+            or xo == xn
+            or not pads_nothing(node)
+            or tuple(xo[a] for a in axes) != spatial
+            or any(out[a] != 1 for a in axes)
+        ):
+            return spatial
+        return tuple(xn[a] for a in axes)
 
     def _bias(self, node: Node, skip: tuple[int, ...], c_old: int, c_new: int) -> None:
         for pos, name in enumerate(node.inputs):
@@ -491,7 +586,7 @@ class _Transform:
                         f"form {rows} rows"
                     )
                 i_new = math.prod(xn) // rows
-            o_new = self._plan.channels_out(node, o_old, i_old, i_new)
+            o_new = self._plan.channels_out(node, o_old, i_old, i_new, self._known)
             new_w: tuple[int, ...] = (o_new, i_new)
             o_axis = 0
         else:
@@ -500,7 +595,7 @@ class _Transform:
             k_old = xo[-2] if trans_a else xo[-1]
             k_new = xn[-2] if trans_a else xn[-1]
             n_old = ws[0] if trans_b else ws[1]
-            o_new = self._plan.channels_out(node, n_old, k_old, k_new)
+            o_new = self._plan.channels_out(node, n_old, k_old, k_new, self._known)
             new_w = (o_new, k_new) if trans_b else (k_new, o_new)
             o_old = n_old
             o_axis = 0 if trans_b else 1
@@ -560,6 +655,27 @@ class _Transform:
             self._slice(node, attrs)
         elif op in ("split", "split_v"):
             self._split(node, attrs)
+        elif op in POOLS:
+            self._global_pool(node, attrs)
+
+    def _global_pool(self, node: Node, attrs: dict[str, Any]) -> None:
+        """A pool whose window is its whole input (a global pool written as a fixed
+        window, Caffe's 7x7 average pool) keeps covering its whole input."""
+        xo, xn, out = self._io(node)
+        ks = ints(attrs.get("kernel_shape"))
+        axes = spatial_axes(self.old, len(xo))
+        n = len(axes)
+        pads = ints(attrs.get("pads")) or (0,) * (2 * n)
+        if xo == xn or len(ks) != n or len(pads) != 2 * n or str(attrs.get("padding")) == "SAME":
+            return
+        extra = [pads[i] + pads[i + n] for i in range(n)]
+        whole = all(ks[i] == xo[a] + extra[i] and out[a] == 1 for i, a in enumerate(axes))
+        if not whole:
+            return
+        new = tuple(xn[a] + extra[i] for i, a in enumerate(axes))
+        attrs["kernel_shape"] = new
+        if "filter_height" in attrs and len(new) == 2:
+            attrs["filter_height"], attrs["filter_width"] = new
 
     def _const_value(self, node: Node, pos: int) -> np.ndarray[Any, Any] | None:
         if pos >= len(node.inputs) or not node.inputs[pos]:
@@ -628,6 +744,25 @@ class _Transform:
             else:
                 pads[2 * ax], pads[2 * ax + 1] = b, e
 
+        ca = channel_axis(g, rank)
+        cb, ce = get(ca)
+        if (cb or ce) and self.old.tensors[node.outputs[0]].shape is not None:
+            # Channels padded to match a residual branch (BlazeFace's shortcut): the
+            # padded count follows the branch it is added to.
+            c_out = int(static(self.old.tensors[node.outputs[0]])[ca])
+            want = self._plan.group_channels(
+                node.outputs[0],
+                scaled_channels(c_out, self.spec.width, self.spec.divisor),
+                self._known,
+            )
+            if want - xn[ca] - cb < 0:
+                raise VariantError(
+                    f"layer '{short(node.name)}': pads {xn[ca]} channels to {c_out}; the "
+                    f"variant needs {want}, fewer than it has",
+                    f"its channel counts are not multiples of {self.spec.divisor}: "
+                    "try a smaller --divisor, e.g. --divisor 2",
+                )
+            put(ca, cb, want - xn[ca] - cb)
         if len(consumers) == 1:
             c = g.nodes[consumers[0]]
             geo = self._window(c)
