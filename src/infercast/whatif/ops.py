@@ -7,11 +7,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.whatif.spec import VariantError
+
+_T = TypeVar("_T")
 
 KERNEL_OPS = frozenset({"conv", "depthwise_conv", "conv_transpose"})
 
@@ -56,6 +59,15 @@ BINARY = frozenset(
 )  # fmt: skip
 RESHAPING = frozenset({"reshape", "unsqueeze", "squeeze", "flatten", "expand_dims"})
 POOLS = frozenset({"avg_pool", "max_pool", "l2_pool", "lp_pool"})
+
+
+def cycle(values: Sequence[_T], n: int) -> tuple[_T, ...]:
+    """``values`` repeated to ``n`` items (per-channel quantisation parameters of a layer
+    whose channel count changed; the values themselves are placeholders)."""
+    if not values:
+        return ()
+    reps = -(-n // len(values))
+    return tuple((list(values) * reps)[:n])
 
 
 def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:

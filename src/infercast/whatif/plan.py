@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from typing import Any
 
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import kernel_dims
@@ -32,6 +34,9 @@ from infercast.whatif.ops import (
 )
 from infercast.whatif.spec import VariantError, VariantSpec
 
+_CACHE: dict[int, tuple[Graph, Any, dict[str, Any]]] = {}
+"""id(graph) -> (graph, key, decisions): a sweep plans each graph once."""
+
 
 class ChannelPlan:
     """The decisions a variant's walk needs, made on the original graph."""
@@ -48,7 +53,23 @@ class ChannelPlan:
         self.group_value: dict[str, int] = {}
         self.group_keep: set[str] = set()
         self.group_override: dict[str, int] = {}
-        self.plan()
+        self.members: dict[str, list[str]] = {}
+        key = (spec.keep, spec.channels, tuple(r for r in spec.replace if r.src_kernel))
+        cached = _CACHE.get(id(graph))
+        if cached is not None and cached[0] is graph and cached[1] == key:
+            self._restore(cached[2])  # the decisions depend on the graph and key only
+        else:
+            self.plan()
+            _CACHE[id(graph)] = (graph, key, self._state())
+            while len(_CACHE) > 4:
+                del _CACHE[next(iter(_CACHE))]
+
+    def _state(self) -> dict[str, Any]:
+        return {k: copy.copy(v) for k, v in vars(self).items() if k not in ("graph", "spec")}
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, copy.copy(v))
 
     def scalable(self, node: Node) -> bool:
         if node.folded:
@@ -217,7 +238,7 @@ class ChannelPlan:
         for i, c in self.channel_override.items():
             self.group_override[self.find(g.nodes[i].outputs[0])] = c
 
-        self.members: dict[str, list[str]] = {}
+        self.members = {}
         for name in self.parent:
             self.members.setdefault(self.find(name), []).append(name)
 

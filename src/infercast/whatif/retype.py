@@ -11,13 +11,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import numpy as np
-
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Tensor
 from infercast.ops.registry import is_weight
 from infercast.whatif.geometry import storage_bytes
-from infercast.whatif.ops import DENSE_OPS, KERNEL_OPS, layout_for_rank, static
+from infercast.whatif.ops import DENSE_OPS, KERNEL_OPS, cycle, layout_for_rank, static
 from infercast.whatif.spec import VariantError, VariantSpec
 
 
@@ -72,7 +70,7 @@ def to_int8(t: Tensor, role: str, o_axis: int | None, scheme: str | None) -> Ten
     if role == "weight" and per_channel and o_axis is not None and t.shape:
         n = int(t.shape[o_axis] or 1)
         old = t.quant.scale if t.quant is not None else (0.01,)
-        q = Quantization(tuple(float(x) for x in np.resize(np.asarray(old), n)), (0,) * n, o_axis)
+        q = Quantization(cycle(old, n), (0,) * n, o_axis)
         return dataclasses.replace(t, dtype=DType.INT8, quant=q, value=None)
     if t.dtype == DType.INT8 and t.quant is not None and not t.quant.per_channel:
         return t

@@ -65,6 +65,7 @@ from infercast.whatif.ops import (
     activation_of,
     channel_axis,
     channels_of,
+    cycle,
     image_axes,
     ints,
     layout_for_rank,
@@ -407,8 +408,8 @@ class _Transform:
         if quant is not None and quant.per_channel and quant.axis is not None:
             n = shape[quant.axis] if quant.axis < len(shape) else len(quant.scale)
             quant = Quantization(
-                tuple(float(x) for x in np.resize(np.asarray(quant.scale), n)),
-                tuple(int(x) for x in np.resize(np.asarray(quant.zero_point), n)),
+                cycle(quant.scale, n),
+                cycle(quant.zero_point, n),
                 quant.axis,
             )
         return dataclasses.replace(
