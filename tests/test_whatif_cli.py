@@ -151,3 +151,26 @@ def test_advise_json(whatif_dir: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert isinstance(a["layers"], list)
     gains = [a["latency_gain_s"] for a in doc["advice"] if a["latency_gain_s"] is not None]
     assert gains and all(g > 0 for g in gains)
+
+
+def test_exported_variant_is_benched(
+    keras_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`infercast bench` measures an exported variant on the real runtime."""
+    model = str(keras_dir / "mobilenet_v2_int8.tflite")
+    rc, _, err = run(
+        ["whatif", model, "-t", "rpi4-cpu", "-r", "128", "-w", "0.5", "--export", str(tmp_path)],
+        capsys,
+    )
+    assert rc == 0, err
+    (path,) = tmp_path.iterdir()
+    rc, out, err = run(
+        [
+            "bench", str(path), "--warmup", "1", "--min-runs", "3", "--min-time", "0.05",
+            "-f", "json",
+        ],
+        capsys,
+    )  # fmt: skip
+    assert rc == 0, err
+    runs = json.loads(out)["runs"]
+    assert runs and all(r["status"] == "ok" and r["median_s"] > 0 for r in runs)

@@ -527,12 +527,15 @@ class _Advisor:
                 f = v.memories.get(name)
                 return f is not None and f.fits
 
-            best: VariantResult | None = None
-            for w in _width_candidates():
-                v = self.run(VariantSpec(width=w))
-                if v is not None and cached(v) and v.totals.fits:
-                    best = v
-                    break
+            found = search(
+                self.graph,
+                self.target,
+                VariantSpec(),
+                widths=[0.25, 1.0],
+                evaluator=self.run,
+                accept=cached,
+            )
+            best = found.best
             text = (
                 f"{human_bytes(streamed)} of weights beyond {name} "
                 f"({human_bytes(m.capacity_bytes)}) are streamed over the link every inference"
@@ -571,10 +574,6 @@ class _Advisor:
                 -(a.memory_gain_bytes or 0),
             ),
         )
-
-
-def _width_candidates() -> list[float]:
-    return [0.875, 0.75, 0.625, 0.5, 0.375, 0.25]
 
 
 def _gain_text(g: float) -> str:

@@ -135,9 +135,11 @@ def search(
     widths: Sequence[float] = (),
     budget_s: float | None = None,
     evaluator: Evaluator | None = None,
+    accept: Callable[[VariantResult], bool] | None = None,
 ) -> FitSearch:
     """The largest variant of ``base`` over the ranges of ``resolutions`` and ``widths``
-    (each: from its smallest to its largest value; one value fixes the axis)."""
+    (each: from its smallest to its largest value; one value fixes the axis) that fits
+    the target, ``budget_s`` and ``accept`` (a further condition)."""
     tried: list[VariantResult] = []
     failed: list[str] = []
     cache: dict[VariantSpec, VariantResult | None] = {}
@@ -157,7 +159,7 @@ def search(
 
     def ok(spec: VariantSpec) -> bool:
         r = run(spec)
-        return r is not None and r.within(budget_s)
+        return r is not None and r.within(budget_s) and (accept is None or accept(r))
 
     res_axis: list[tuple[int, int] | None] = [None]
     if resolutions:
