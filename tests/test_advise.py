@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import infercast
 from infercast.frontends import load
 from infercast.ir.views import kernel_dims
 from infercast.targets import load_target
@@ -156,7 +157,7 @@ def test_fallback_activation_is_replaced(whatif_dir: Path) -> None:
     assert set(item.layers) == hs
     assert item.latency_gain_s is not None and item.latency_gain_s > 0
     assert "RELU6" in item.message or "RELU" in item.message
-    doc = result.to_dict()
+    doc = infercast.advise(model, tgt).to_dict()
     assert doc["schema"] == "infercast.advice/1"
     assert set(doc["advice"][0]) >= {
         "kind",

@@ -10,8 +10,9 @@
 * :mod:`.export` -- variants as runnable .onnx / .tflite files (random weights).
 
 The functions here take a model (a path or a loaded Graph) and a target (a name,
-a .toml path or a loaded Target) and return plain data with ``to_records()`` and
-``to_dict()``; ``infercast.whatif`` and ``infercast.advise`` are these.
+a .toml path or a loaded Target) and return plain data; the façade
+(``infercast.whatif``, ``infercast.advise`` in :mod:`infercast.api`) adds
+``to_records()`` and ``to_dict()`` (rendered by :mod:`infercast.report.whatif`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from infercast.ir.graph import Graph, Shape
 from infercast.targets import Target, load_target
@@ -39,7 +39,6 @@ from infercast.whatif.transform import transform
 
 ModelLike = str | os.PathLike[str] | Graph
 TargetLike = str | os.PathLike[str] | Target
-Records = list[dict[str, Any]]
 
 
 def _graph(model: ModelLike, input_shapes: Mapping[str, Shape] | None) -> Graph:
@@ -67,18 +66,6 @@ class WhatIfResult:
     """(variant label, why it could not be made)."""
     fit: FitSearch | None = None
     graph: Graph | None = field(default=None, repr=False)
-
-    def to_records(self) -> Records:
-        """One flat dict per variant."""
-        from infercast.report import whatif as rep
-
-        return rep.records(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``infercast.whatif/1`` JSON document."""
-        from infercast.report import whatif as rep
-
-        return rep.to_dict(self)
 
 
 def _replacements(replace: Sequence[str | Replacement]) -> list[Replacement]:

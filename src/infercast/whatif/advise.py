@@ -32,7 +32,6 @@ from typing import Any
 
 from infercast.ir.graph import Graph, Shape
 from infercast.ir.views import kernel_dims
-from infercast.report.units import human_bytes, human_seconds
 from infercast.targets import Target
 from infercast.targets.placement import LayerPlacement, PlacementReport
 from infercast.whatif.evaluate import VariantResult, evaluate, model_dtype, model_quant
@@ -103,16 +102,6 @@ class AdviceResult:
     advice: tuple[Advice, ...]
     notes: tuple[str, ...] = ()
     graph: Graph | None = field(default=None, repr=False)
-
-    def to_records(self) -> list[dict[str, Any]]:
-        from infercast.report import whatif as rep
-
-        return rep.advice_records(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        from infercast.report import whatif as rep
-
-        return rep.advice_dict(self)
 
 
 class _Advisor:
@@ -271,7 +260,7 @@ class _Advisor:
                     "quantization",
                     f"the model computes in {dt}; as {best.dtype}, {max(moved, 0)} more layer(s) "
                     f"run on the {self.acc_name}: {_gain_text(g)}, weights "
-                    f"{human_bytes(mem)} smaller{self.fits_note(best)} (quantise; check accuracy)",
+                    f"{_size(mem)} smaller{self.fits_note(best)} (quantise; check accuracy)",
                     tuple(self.base.fallback_layers),
                     g,
                     mem,
@@ -314,7 +303,7 @@ class _Advisor:
                 cost = sum(isl.cost_s for isl in islands)
                 isl = (
                     f"; it makes {len(islands)} CPU island(s) costing "
-                    f"{human_seconds(cost)} with their crossings"
+                    f"{_ms(cost)} with their crossings"
                 )
             reason = layers[0].reasons[0].text if layers[0].reasons else "not supported"
             shown = ACTIVATIONS[alt][0] if self.graph.format == "tflite" else alt.upper()
@@ -393,8 +382,8 @@ class _Advisor:
                 Advice(
                     "cpu_island",
                     f"{len(isls)} CPU island(s) of {'+'.join(ops)} between {self.acc_name} "
-                    f"segments: {human_seconds(cpu)} on the CPU plus {human_seconds(tr)} moving "
-                    f"{human_bytes(nbytes)} across ({'; '.join(reasons[:2])}); no replacement "
+                    f"segments: {_ms(cpu)} on the CPU plus {_ms(tr)} moving "
+                    f"{_size(nbytes)} across ({'; '.join(reasons[:2])}); no replacement "
                     "infercast knows moves them",
                     names,
                     None,
@@ -455,7 +444,7 @@ class _Advisor:
         if not over:
             return
         names = ", ".join(
-            f"{n} needs {human_bytes(m.required_bytes)} of {human_bytes(m.capacity_bytes)}"
+            f"{n} needs {_size(m.required_bytes)} of {_size(m.capacity_bytes)}"
             for n, m in over.items()
         )
         res = input_resolution(self.graph)
@@ -487,7 +476,7 @@ class _Advisor:
                 Advice(
                     "memory",
                     f"does not fit: {names}; no input size down to {lo_px} px and no width "
-                    f"down to 0.25 fits (weights alone: {human_bytes(weights)})",
+                    f"down to 0.25 fits (weights alone: {_size(weights)})",
                     (),
                     None,
                     None,
@@ -506,7 +495,7 @@ class _Advisor:
             Advice(
                 kind,
                 f"does not fit ({names}); the largest {kind} that fits is {what}: "
-                f"{human_bytes(mem)} less, {_gain_text(g)} ({_macs_change(self.base, v)}; "
+                f"{_size(mem)} less, {_gain_text(g)} ({_macs_change(self.base, v)}; "
                 + ("accuracy drops with the input size)" if kind == "resolution" else "retrain)"),
                 (),
                 g,
@@ -537,8 +526,8 @@ class _Advisor:
             )
             best = found.best
             text = (
-                f"{human_bytes(streamed)} of weights beyond {name} "
-                f"({human_bytes(m.capacity_bytes)}) are streamed over the link every inference"
+                f"{_size(streamed)} of weights beyond {name} "
+                f"({_size(m.capacity_bytes)}) are streamed over the link every inference"
             )
             if best is None:
                 self.add(Advice("weight_streaming", text, (), None, streamed))
@@ -576,10 +565,20 @@ class _Advisor:
         )
 
 
+def _ms(s: float) -> str:
+    """Seconds in a message: milliseconds, as the forecast's gains are quoted."""
+    return f"{s * 1e3:.2f} ms"
+
+
+def _size(n: float) -> str:
+    """Bytes in a message: KiB below a MiB, else MiB."""
+    return f"{n / 1024:.1f} KiB" if abs(n) < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
 def _gain_text(g: float) -> str:
     if g >= 0:
-        return f"-{human_seconds(g)} per inference"
-    return f"+{human_seconds(-g)} per inference"
+        return f"-{_ms(g)} per inference"
+    return f"+{_ms(-g)} per inference"
 
 
 def _macs_change(base: VariantResult, v: VariantResult) -> str:
