@@ -5,7 +5,7 @@ largest one that fits; ``--export`` writes each as a runnable model."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,10 @@ from infercast.cli.common import (
     progress,
 )
 from infercast.errors import InfercastError
+
+if TYPE_CHECKING:
+    from infercast.ir.graph import Graph
+    from infercast.whatif import WhatIfResult
 
 ResolutionOpt = Annotated[
     list[str] | None,
@@ -168,14 +172,7 @@ def whatif(
         jobs=jobs,
     )
     if export is not None:
-        from infercast.whatif.export import export_variants
-
-        chosen = list(result.variants)
-        if fit:
-            chosen = [result.fit.best] if result.fit is not None and result.fit.best else []
-        written = export_variants(graph, [v.spec for v in chosen], export)
-        for path in written:
-            progress(f"exported {path}")
+        _export(graph, result, export)
     if fmt is Format.json:
         out.json(rep.to_dict(result))
     elif fmt is Format.csv:
@@ -184,3 +181,14 @@ def whatif(
         out.rich(rep.render_table(result))
     if fit and (result.fit is None or result.fit.best is None):
         raise SystemExit(EXIT_NOT_OK)
+
+
+def _export(graph: Graph, result: WhatIfResult, directory: Path) -> None:
+    """Write the variants (with --fit: the one found) as runnable files."""
+    from infercast.whatif.export import export_variants
+
+    chosen = list(result.variants)
+    if result.fit is not None:
+        chosen = [result.fit.best] if result.fit.best is not None else []
+    for path in export_variants(graph, [v.spec for v in chosen], directory):
+        progress(f"exported {path}")

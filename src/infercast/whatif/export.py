@@ -194,110 +194,122 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def export_tflite(base: Graph, variant: Graph, path: Path) -> Path:
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as schema
-
     if base.path is None:
         raise ExportError("the model was not read from a file; nothing to rewrite")
     if base.subgraphs:
         raise ExportError("models with several subgraphs are not exported")
-    buf = Path(base.path).read_bytes()
-    model = schema.ModelT.InitFromPackedBuf(buf, 0)
-    sg = model.subgraphs[0]
-    rng = np.random.default_rng(SEED)
-    names = list(base.tensors)
-    index = {name: i for i, name in enumerate(names)}
-    codes = {v: k for k, v in vars(schema.TensorType).items() if k.isupper()}
-    dtype_code = {
-        DType(k.lower()): v for v, k in codes.items() if k.lower() in DType._value2member_map_
-    }
+    writer = _TfliteWriter(base, variant)
+    writer.tensors()
+    writer.operators()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(writer.pack())
+    return path
 
-    def data(t: Tensor) -> np.ndarray[Any, Any]:
-        if t.value is not None:
-            return np.asarray(t.value).astype(_NP[t.dtype])
-        return random_values(t, rng)
 
-    def write(tt: Any, t: Tensor, old: Tensor | None) -> None:
+class _TfliteWriter:
+    """The original flatbuffer as a ``ModelT``, changed to the variant."""
+
+    def __init__(self, base: Graph, variant: Graph) -> None:
+        from ai_edge_litert import schema_py_generated as schema
+
+        assert base.path is not None
+        self.schema = schema
+        self.base = base
+        self.variant = variant
+        self.buf = Path(base.path).read_bytes()
+        self.model = schema.ModelT.InitFromPackedBuf(self.buf, 0)
+        self.sg = self.model.subgraphs[0]
+        self.rng = np.random.default_rng(SEED)
+        # The frontend keeps the file's tensor order (names made unique by index).
+        self.index = {name: i for i, name in enumerate(base.tensors)}
+
+    def tensors(self) -> None:
+        schema = self.schema
+        codes = {k.lower(): v for k, v in vars(schema.TensorType).items() if k.isupper()}
+        for name, t in self.variant.tensors.items():
+            old = self.base.tensors.get(name)
+            if old is not None:
+                if t is old:
+                    continue
+                if old.sparse and t.shape != old.shape:
+                    raise ExportError(
+                        f"tensor '{name}' is stored sparse; re-shaped sparse weights are not "
+                        "written",
+                        "the variant is analysed; export a variant that keeps that layer's shape",
+                    )
+                if t.dtype != old.dtype:
+                    raise ExportError(
+                        f"tensor '{name}' is re-typed; re-typed variants are not exported"
+                    )
+                self.write(self.sg.tensors[self.index[name]], t, old)
+                continue
+            tt = schema.TensorT()  # a constant the variant added (a recomputed shape)
+            tt.name = name.encode()
+            tt.type = codes[t.dtype.value]
+            tt.buffer = 0
+            self.write(tt, t, None)
+            self.sg.tensors.append(tt)
+            self.index[name] = len(self.sg.tensors) - 1
+
+    def write(self, tt: Any, t: Tensor, old: Tensor | None) -> None:
         shape = [int(d or 0) for d in t.shape or ()]
         tt.shape = np.asarray(shape, dtype=np.int32)
         if tt.shapeSignature is not None and len(tt.shapeSignature):
-            sig = [
-                (-1 if s < 0 else d) for s, d in zip(list(tt.shapeSignature), shape, strict=False)
-            ]
+            sig = [-1 if s < 0 else d for s, d in zip(list(tt.shapeSignature), shape, strict=False)]
             tt.shapeSignature = np.asarray(sig if len(sig) == len(shape) else shape, dtype=np.int32)
         q = t.quant
         if q is not None and tt.quantization is not None and tt.quantization.scale is not None:
             tt.quantization.scale = np.asarray(q.scale, dtype=np.float32)
             tt.quantization.zeroPoint = np.asarray(q.zero_point, dtype=np.int64)
             tt.quantization.quantizedDimension = int(q.axis or 0)
-        if (
-            t.is_constant
-            and not t.derived_from
-            and (old is None or old.shape != t.shape or not _same(old.value, t.value))
-        ):
-            raw = data(t).tobytes()
-            if old is not None and tt.buffer > 0:
-                b = model.buffers[tt.buffer]
-                if _shared_buffer(sg, tt.buffer) > 1:
-                    b = schema.BufferT()
-                    model.buffers.append(b)
-                    tt.buffer = len(model.buffers) - 1
-            else:
-                b = schema.BufferT()
-                model.buffers.append(b)
-                tt.buffer = len(model.buffers) - 1
-            b.data = np.frombuffer(raw, dtype=np.uint8)
-            b.offset, b.size = 0, 0
+        changed = old is None or old.shape != t.shape or not _same(old.value, t.value)
+        if not t.is_constant or t.derived_from or not changed:
+            return  # DEQUANTIZE'd weights take their source's new buffer
+        data = (
+            np.asarray(t.value).astype(_NP[t.dtype])
+            if t.value is not None
+            else random_values(t, self.rng)
+        )
+        buffers = self.model.buffers
+        if old is None or tt.buffer <= 0 or _shared_buffer(self.sg, tt.buffer) > 1:
+            buffers.append(self.schema.BufferT())
+            tt.buffer = len(buffers) - 1
+        b = buffers[tt.buffer]
+        b.data = np.frombuffer(data.tobytes(), dtype=np.uint8)
+        b.offset, b.size = 0, 0
 
-    for name, t in variant.tensors.items():
-        old = base.tensors.get(name)
-        if old is not None:
-            if t is old:
+    def operators(self) -> None:
+        builtin = {k: v for k, v in vars(self.schema.BuiltinOperator).items() if k.isupper()}
+        for node in self.variant.nodes:
+            op = self.sg.operators[node.index]
+            old = self.base.nodes[node.index]
+            if node is old:
                 continue
-            if old.sparse and t.shape != old.shape:
-                raise ExportError(
-                    f"tensor '{name}' is stored sparse; re-shaped sparse weights are not written",
-                    "the variant is analysed; export a variant that keeps that layer's shape",
-                )
-            if t.dtype != old.dtype:
-                raise ExportError(
-                    f"tensor '{name}' is re-typed; re-typed variants are not exported"
-                )
-            write(sg.tensors[index[name]], t, old)
-            continue
-        tt = schema.TensorT()
-        tt.name = name.encode()
-        tt.type = dtype_code[t.dtype]
-        tt.buffer = 0
-        write(tt, t, None)
-        sg.tensors.append(tt)
-        index[name] = len(sg.tensors) - 1
-    # Derived constants (DEQUANTIZE'd fp16 weights) take their source's new shape.
-    builtin = {v: k for k, v in vars(schema.BuiltinOperator).items() if k.isupper()}
-    code_of = {k: v for v, k in builtin.items()}
-    for node in variant.nodes:
-        op = sg.operators[node.index]
-        old_node = base.nodes[node.index]
-        if node is old_node:
-            continue
-        op.inputs = np.asarray([index[n] if n else -1 for n in node.inputs], dtype=np.int32)
-        if node.native_op != old_node.native_op:
-            code = code_of.get(node.native_op)
-            if code is None:
-                raise ExportError(f"{node.native_op} is not a TFLite builtin")
-            op.opcodeIndex = _opcode(model, schema, code)
-            op.builtinOptionsType = 0
-            op.builtinOptions = None
-        if (
-            node.attrs.get("new_shape") != old_node.attrs.get("new_shape")
-            and op.builtinOptions is not None
-        ):
-            op.builtinOptions.newShape = np.asarray(node.attrs["new_shape"], dtype=np.int32)
-    builder = flatbuffers.Builder(max(len(buf), 1024))
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bytes(builder.Output()))
-    return path
+            op.inputs = np.asarray(
+                [self.index[n] if n else -1 for n in node.inputs], dtype=np.int32
+            )
+            if node.native_op != old.native_op:
+                code = builtin.get(node.native_op)
+                if code is None:
+                    raise ExportError(f"{node.native_op} is not a TFLite builtin")
+                op.opcodeIndex = _opcode(self.model, self.schema, code)
+                op.builtinOptionsType = 0
+                op.builtinOptions = None
+            opts = op.builtinOptions
+            if opts is None:
+                continue
+            if node.attrs.get("new_shape") != old.attrs.get("new_shape"):
+                opts.newShape = np.asarray(node.attrs["new_shape"], dtype=np.int32)
+            window = (node.attrs.get("filter_height"), node.attrs.get("filter_width"))
+            if window != (old.attrs.get("filter_height"), old.attrs.get("filter_width")):
+                opts.filterHeight, opts.filterWidth = window
+
+    def pack(self) -> bytes:
+        import flatbuffers
+
+        builder = flatbuffers.Builder(max(len(self.buf), 1024))
+        builder.Finish(self.model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
 
 
 def _shared_buffer(sg: Any, buffer: int) -> int:

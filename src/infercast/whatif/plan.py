@@ -100,10 +100,16 @@ class ChannelPlan:
         return pos, t
 
     def plan(self) -> None:
+        scalable = [n for n in self.graph.nodes if self.scalable(n)]
+        self.keep_outputs()
+        self.named(scalable)
+        self.find_expansions(scalable)
+        self.kernels()
+        self.ties()
+
+    def keep_outputs(self) -> None:
+        """The layers that make the model's outputs keep their channels (its classes)."""
         g = self.graph
-        spec = self.spec
-        scalable = [n for n in g.nodes if self.scalable(n)]
-        # The layers that make the model's outputs keep their channels (its classes).
         producers = g.producers
         seen: set[int] = set()
         stack = [producers[o] for o in g.outputs if o in producers]
@@ -120,7 +126,11 @@ class ChannelPlan:
                 t = g.tensors.get(name) if name else None
                 if t is not None and not t.is_constant and name in producers:
                     stack.append(producers[name])
-        for pattern in spec.keep:
+
+    def named(self, scalable: list[Node]) -> None:
+        """``--keep`` layers, and explicit channel counts of named layers."""
+        g = self.graph
+        for pattern in self.spec.keep:
             hits = [n.index for n in scalable if name_matches(n, pattern, g)]
             if not hits:
                 shown = ", ".join(short(n.name) for n in scalable[-6:])
@@ -129,26 +139,28 @@ class ChannelPlan:
                     f"give a layer name or a part of one, e.g. one of: {shown}",
                 )
             self.keep.update(hits)
-        for pattern, count in spec.channels:
+        for pattern, count in self.spec.channels:
             hits = [n.index for n in scalable if name_matches(n, pattern, g)]
             if not hits:
                 raise VariantError(f"channels: '{pattern}' names no conv / FC layer")
             for i in hits:
                 self.channel_override[i] = count
-        # Inverted-residual expansions: 1x1 convs whose output reaches a depthwise conv.
+
+    def find_expansions(self, scalable: list[Node]) -> None:
+        """Inverted-residual expansions: 1x1 convs whose output reaches a depthwise conv
+        (through activations, padding, unfused BatchNorm)."""
+        g = self.graph
         consumers = g.consumers
         for node in scalable:
             if node.op != "conv":
                 continue
             w = self.weight(node)
             assert w is not None
-            kd = kernel_dims(w, str(node.attrs.get("weight_layout", "OIHW")))
-            if kd.spatial_size != 1:
+            if kernel_dims(w, str(node.attrs.get("weight_layout", "OIHW"))).spatial_size != 1:
                 continue
             todo = [o for o in node.outputs if o]
             visited: set[str] = set()
-            found = False
-            while todo and not found:
+            while todo and node.index not in self.expansions:
                 name = todo.pop()
                 if name in visited:
                     continue
@@ -157,14 +169,15 @@ class ChannelPlan:
                     c = g.nodes[ci]
                     di = int(c.attrs.get("data_input", 0))
                     if c.op == "depthwise_conv" and di < len(c.inputs) and c.inputs[di] == name:
-                        found = True
+                        self.expansions.add(node.index)
                         break
                     if c.op in TRANSPARENT and c.inputs and c.inputs[0] == name:
                         todo.extend(o for o in c.outputs if o)
-            if found:
-                self.expansions.add(node.index)
-        # Kernel replacements.
-        for r in spec.replace:
+
+    def kernels(self) -> None:
+        """Kernel replacements: which layers get which new kernel size."""
+        g = self.graph
+        for r in self.spec.replace:
             if r.src_kernel is None or r.dst_kernel is None:
                 continue
             n_hits = 0
@@ -183,7 +196,6 @@ class ChannelPlan:
                     f"--replace {r}: no {r.src} layer with a {r.src_kernel[0]}x{r.src_kernel[1]} "
                     "kernel in the model"
                 )
-        self.ties()
 
     # ----- channel ties -------------------------------------------------- #
 

@@ -123,6 +123,24 @@ def _out_channels(graph: Graph, node: Node) -> int:
     return int((w.shape[0] if trans else w.shape[1]) or 0)
 
 
+def resolution_axis(
+    graph: Graph, resolutions: Sequence[tuple[int, int]]
+) -> list[tuple[int, int] | None]:
+    """The sizes a search tries: the stride multiples the given sizes span (square
+    inputs step both sides; otherwise the aspect of the largest is kept)."""
+    if not resolutions:
+        return [None]
+    if len(set(resolutions)) == 1:
+        return [resolutions[0]]
+    hs = [r[0] for r in resolutions]
+    ws = [r[1] for r in resolutions]
+    big = max(resolutions, key=lambda r: r[0] * r[1])
+    steps = resolution_steps(graph, min(hs), max(hs))
+    axis = [(h, h if big[0] == big[1] else round(h * big[1] / big[0])) for h in steps]
+    kept: list[tuple[int, int] | None] = [r for r in axis if min(ws) <= r[1] <= max(ws)]
+    return kept or list(axis)
+
+
 Evaluator = Callable[[VariantSpec], VariantResult | None]
 
 
@@ -161,18 +179,7 @@ def search(
         r = run(spec)
         return r is not None and r.within(budget_s) and (accept is None or accept(r))
 
-    res_axis: list[tuple[int, int] | None] = [None]
-    if resolutions:
-        hs = [r[0] for r in resolutions]
-        ws = [r[1] for r in resolutions]
-        if len(set(resolutions)) == 1:
-            res_axis = [resolutions[0]]
-        else:
-            # Square inputs step both sides; otherwise keep the aspect of the largest.
-            big = max(resolutions, key=lambda r: r[0] * r[1])
-            steps = resolution_steps(graph, min(hs), max(hs))
-            axis = [(h, h if big[0] == big[1] else round(h * big[1] / big[0])) for h in steps]
-            res_axis = [r for r in axis if min(ws) <= r[1] <= max(ws)] or list(axis)
+    res_axis = resolution_axis(graph, resolutions)
     width_axis = [1.0]
     if widths:
         width_axis = (
