@@ -130,6 +130,20 @@ def test_bad_options_exit_2_with_one_line(
     assert "Traceback" not in err
 
 
+def test_no_variant_made_is_bad_input(
+    mediapipe_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MediaPipe's pose detector adds two branches whose sizes agree only at multiples of
+    its total stride: 112 is not one, and the error says so."""
+    rc, out, err = run(
+        ["whatif", str(mediapipe_dir / "pose_detection.tflite"), "-t", "rpi4-cpu", "-r", "112"],
+        capsys,
+    )
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "no variant could be made" in err and "total stride, 32" in err
+
+
 def test_resolution_of_a_model_without_an_image_input(
     silero_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -171,6 +171,11 @@ def whatif(
         budget_s=None if budget_ms is None else budget_ms / 1e3,
         jobs=jobs,
     )
+    if result.errors and not result.variants and result.fit is None:
+        label, why = result.errors[0]
+        raise InfercastError(f"no variant could be made: {label}: {why}")
+    for label, why in result.errors:
+        progress(f"variant {label} not made: {why}")
     if export is not None:
         _export(graph, result, export)
     if fmt is Format.json:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from infercast.ir.graph import Graph, Shape
 from infercast.targets import Target, load_target
 from infercast.whatif.evaluate import VariantResult, evaluate
+from infercast.whatif.plan import ChannelPlan
 from infercast.whatif.search import FitSearch, search
 from infercast.whatif.spec import (
     DTypeName,
@@ -75,6 +76,19 @@ def _replacements(replace: Sequence[str | Replacement]) -> list[Replacement]:
     return out
 
 
+def _check_options(
+    graph: Graph, reps: Sequence[Replacement], keep: Sequence[str], quant: QuantScheme | None
+) -> None:
+    """A bad option (an unknown --keep layer, a replacement that matches nothing, --quant
+    on a float model) is an error of the whole command, not of each variant."""
+    kernels = tuple(r for r in reps if r.src_kernel is not None)
+    activations = tuple(r for r in reps if r.src_kernel is None)
+    if keep or kernels:
+        ChannelPlan(graph, VariantSpec(keep=tuple(keep), replace=kernels))
+    if activations or quant is not None:
+        transform(graph, VariantSpec(replace=activations, quant=quant))
+
+
 def whatif(
     model: ModelLike,
     target: TargetLike,
@@ -113,9 +127,7 @@ def whatif(
         keep=keep,
         divisor=divisor,
     )
-    # A bad option (an unknown --keep layer, a replacement that matches nothing) is an
-    # error of the whole command, found on the first variant.
-    transform(graph, specs[0])
+    _check_options(graph, reps, keep, quant)
     base = evaluate(graph, VariantSpec(), tgt)
     model_name = str(graph.path or graph.name)
     if fit:
