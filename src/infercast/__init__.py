@@ -13,6 +13,7 @@ Public API (:mod:`infercast.api`), every function on a path or a loaded graph::
     infercast.estimate(graph, "rpi4-cpu", analysis=result).latency_s
     infercast.whatif(graph, "k210-kpu", resolution=[128, 160], width=[0.5, 1.0]).to_records()
     infercast.advise(graph, "k210-kpu").to_dict()
+    infercast.html_report(graph, ["rpi4-cpu", "k210-kpu"], output="report.html")  # one file
 
 ``infercast.estimate``, ``infercast.bench`` and ``infercast.whatif`` are the functions;
 the packages of the same names are reached with ``from infercast.estimate.forecast
@@ -41,6 +42,7 @@ from infercast.api import (
     calibrate,
     check,
     estimate,
+    html_report,
     list_targets,
     load,
     plan_memory,
@@ -83,6 +85,7 @@ __all__ = [
     "calibrate",
     "check",
     "estimate",
+    "html_report",
     "list_targets",
     "load",
     "load_target",

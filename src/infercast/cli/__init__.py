@@ -32,6 +32,7 @@ from infercast.cli import (
     check,
     estimate,
     profile,
+    report,
     targets,
     validate,
     whatif,
@@ -62,6 +63,7 @@ app.command()(calibrate.calibrate)
 app.command()(validate.validate)
 app.command()(bench.bench)
 app.add_typer(profile.app, name="profile")
+app.command()(report.report)
 app.command()(whatif.whatif)
 app.command()(advise.advise)
 
