@@ -313,6 +313,60 @@ def bench(
     return _upgrade(BenchResult, rep)
 
 
+def bench_remote(
+    model: str | os.PathLike[str],
+    board: str,
+    runtimes: Sequence[str] | None = None,
+    threads: Sequence[int | None] | None = None,
+    sweeps: Mapping[str, Sequence[str]] | None = None,
+    *,
+    input_shapes: InputShapes = None,
+    target: TargetLike | None = None,
+    peak_gmacs: float | None = None,
+    timeout_s: float = 600.0,
+    connect_timeout_s: float = 15.0,
+    remote_python: str | None = None,
+    delegate: str | None = None,
+    delegate_options: Sequence[str] = (),
+    on_start: Callable[[Sequence[RunSpec]], None] | None = None,
+    on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
+    **run_options: Any,
+) -> BenchResult:
+    """:func:`bench` on a board over SSH (``board``: a name of the boards file or
+    ``[user@]host[:port]``; :mod:`infercast.bench.remote`): the board's runtime, the same
+    protocol, the board's environment; ``target`` defaults to the board's."""
+    from infercast.bench.remote import bench_remote as run_remote
+    from infercast.bench.remote_cli import plan
+
+    brd, specs, tgt = plan(
+        Path(model),
+        board,
+        remote_python=remote_python,
+        runtimes=runtimes,
+        threads=threads,
+        sweeps=sweeps or {},
+        delegate=delegate,
+        delegate_options=delegate_options,
+        target=target,
+        common={"input_shapes": input_shapes or {}, **run_options},
+    )
+    tgt = tgt if peak_gmacs is None else None
+    analysis, notes = _static_cost(model, input_shapes, required=tgt is not None)
+    if on_start is not None:
+        on_start(specs)
+    rep = run_remote(
+        specs,
+        brd,
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        peak_for=peak_for(tgt, peak_gmacs, analysis),
+        on_progress=on_progress,
+        analysis=analysis,
+        notes=notes,
+    )
+    return _upgrade(BenchResult, rep)
+
+
 @dataclass(frozen=True)
 class ProfileResult(Joined):
     """A per-op profile joined with the model's static cost (a
