@@ -119,6 +119,35 @@ def _activation_bytes(tensors: list[Tensor]) -> int | None:
     return total
 
 
+def _shape_str(shape: Shape | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
+def _partial_outputs(layer: LayerCost, outs: list[Tensor]) -> LayerCost:
+    """A layer with an output whose shape is not fully known is ``unknown_shape``.
+
+    Its size (bytes, memory, everything downstream) is unknown, so the totals cannot
+    be complete. The cost rule ran without needing those dimensions, so the MACs and
+    FLOPs it gave stay (they depend on the inputs only, as a Reshape's 0 or a
+    NonMaxSuppression's worst case); the note says so.
+    """
+    partial = [t for t in outs if not t.is_static]
+    if not partial:
+        return layer
+    shown = ", ".join(f"{t.name} [{_shape_str(t.shape)}]" for t in partial[:3])
+    if len(partial) > 3:
+        shown += f" and {len(partial) - 3} more"
+    counted = "" if layer.flops is None else (
+        f"; its {layer.flops:,} FLOPs do not depend on the unknown dimensions"
+    )
+    note = f"output shape not known statically: {shown}{counted}"
+    if layer.note:
+        note = f"{note} ({layer.note})"
+    return replace(layer, status="unknown_shape", note=note)
+
+
 class _Walker:
     def __init__(self, root: Graph) -> None:
         self.root = root
@@ -135,11 +164,10 @@ class _Walker:
         for node in graph.nodes:
             layer = self.layer(graph, node)
             self.layers.append(layer)
-            if layer.status in ("ok", "control_flow", "folded"):
-                if macs is not None and layer.macs is not None:
-                    macs += layer.macs
-                if flops is not None and layer.flops is not None:
-                    flops += layer.flops
+            if macs is not None and layer.macs is not None:
+                macs += layer.macs
+            if flops is not None and layer.flops is not None:
+                flops += layer.flops
         return macs, flops
 
     def subgraph_cost(self, graph: Graph, name: str) -> tuple[int | None, int | None]:
@@ -196,7 +224,9 @@ class _Walker:
             note=note,
         )
         if node.op in CONTROL_FLOW and not folded:
-            return self.control_flow(graph, node, layer)
+            layer = self.control_flow(graph, node, layer)
+        if not folded and layer.status in ("ok", "control_flow"):
+            return _partial_outputs(layer, outs)
         return layer
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
@@ -290,7 +320,7 @@ def analyze_graph(graph: Graph) -> Analysis:
     if unknown:
         notes.append(
             f"{len(unknown)} layer(s) have shapes that are not known statically; "
-            "their cost is missing from the totals"
+            "their cost or their activation bytes are missing from the totals"
         )
     if unsup:
         notes.append(
