@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from infercast import estimate
 from infercast.cli import main
-from infercast.estimate import estimate
 from infercast.estimate.calibrate import (
     CalibrationResult,
     calibrate_profiles,

@@ -22,14 +22,13 @@ from infercast.bench.inputs import make_inputs
 from infercast.bench.join import join
 from infercast.bench.runtimes.ort import OrtRuntime
 from infercast.cli import main
-from infercast.targets.placement import place
 
 
 def test_check_onnx_on_a_tflite_only_target_names_the_format_once(
     keras_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = keras_dir / "mobilenet_v2_fp32.onnx"
-    rep = place(model, "edgetpu-usb")
+    rep = infercast.check(model, "edgetpu-usb")
     assert rep.format_mismatch
     assert all(ly.placement == "cpu" and not ly.reasons for ly in rep.layers)
     assert sum("runs TFLite models only" in n for n in rep.notes) == 1
@@ -39,7 +38,9 @@ def test_check_onnx_on_a_tflite_only_target_names_the_format_once(
     assert "does not run this operator" not in out
     assert len(out.splitlines()) < 40  # no per-layer table of 123 identical reasons
     # A TFLite model on the same target is still placed layer by layer.
-    assert not place(keras_dir / "mobilenet_v2_int8.tflite", "edgetpu-usb").format_mismatch
+    assert not infercast.check(
+        keras_dir / "mobilenet_v2_int8.tflite", "edgetpu-usb"
+    ).format_mismatch
 
 
 def test_ort_fused_kernels_map_to_the_layers_they_replace() -> None:

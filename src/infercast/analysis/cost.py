@@ -18,15 +18,14 @@ Conventions (stated in every output):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from infercast.analysis.loops import trip_count
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
-from infercast.ops.registry import OpContext, get_handler, weight_inputs
+from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
 
 CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
 
@@ -180,6 +179,21 @@ class _Walker:
                 self.sub_totals[name] = self.walk(sub)
         return self.sub_totals[name]
 
+    @staticmethod
+    def body_cost(graph: Graph) -> Callable[[str], OpCost]:
+        """The cost of a subgraph ``graph`` calls (for the handlers of ops/control.py)."""
+
+        def cost(name: str) -> OpCost:
+            sub = graph.subgraphs.get(name)
+            if sub is None:
+                raise ShapeUnknownError(name)
+            result = analyze_graph(sub)
+            if not result.totals.complete:
+                raise ShapeUnknownError(f"{name} (a layer in the subgraph has no known cost)")
+            return OpCost(macs=result.totals.macs, flops=result.totals.flops)
+
+        return cost
+
     def layer(self, graph: Graph, node: Node) -> LayerCost:
         handler = get_handler(node.op)
         outs = graph.output_tensors(node)
@@ -199,7 +213,8 @@ class _Walker:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
         elif handler is not None:
             try:
-                cost = handler.cost(OpContext(graph, node, ins, outs))
+                ctx = OpContext(graph, node, ins, outs, subgraph_cost=self.body_cost(graph))
+                cost = handler.cost(ctx)
                 macs, flops, note = cost.macs, cost.flops, cost.note
             except ShapeUnknownError as exc:
                 status, note = "unknown_shape", str(exc)
@@ -328,12 +343,3 @@ def analyze_graph(graph: Graph) -> Analysis:
             "the totals exclude them"
         )
     return Analysis(graph, tuple(layers), totals, unsup, tuple(notes))
-
-
-def analyze(model: str | Path | Graph, input_shapes: Mapping[str, Shape] | None = None) -> Analysis:
-    """Load ``model`` (a path or an already-loaded :class:`Graph`) and analyse it."""
-    if isinstance(model, Graph):
-        return analyze_graph(model)
-    from infercast.frontends import load
-
-    return analyze_graph(load(model, input_shapes))

@@ -1,6 +1,6 @@
 """Memory: activation lifetimes, the arena plan, the peak, and weight bytes.
 
-``plan_memory(model)`` answers "will it fit" before deployment:
+:func:`plan_graph` answers "will it fit" before deployment:
 
 * **activation_lower_bound_bytes** — the largest total size of tensors alive
   at the same step (no arena can be smaller), and where it occurs: the step,
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from infercast.analysis.lifetimes import (
     Lifetimes,
@@ -39,7 +38,7 @@ from infercast.analysis.lifetimes import (
 )
 from infercast.analysis.planner import align_up, plan_offsets
 from infercast.errors import InfercastError
-from infercast.ir.graph import Graph, Shape
+from infercast.ir.graph import Graph
 
 
 @dataclass(frozen=True)
@@ -165,6 +164,35 @@ def weight_groups(graph: Graph) -> tuple[WeightGroup, ...]:
     )
 
 
+def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
+    """The first step with the most live bytes, and the buffers alive there."""
+    lower = max(timeline, default=0)
+    p = timeline.index(lower) if timeline else 0
+    by_key = {t.key: t for t in lt.tensors}
+    # per buffer alive at the peak, the tensor that sets its size there
+    alive = sorted(
+        (
+            max(
+                (by_key[k] for k in b.tensors if by_key[k].first <= p <= by_key[k].last),
+                key=lambda t: (t.nbytes, -t.first),
+            )
+            for b in lt.buffers
+            if b.first <= p <= b.last
+        ),
+        key=lambda t: (-t.nbytes, t.first, t.key),
+    )
+    step = lt.steps[p] if lt.steps else None
+    return Peak(
+        step=p,
+        graph=step.graph if step else graph.name,
+        node_index=step.node_index if step else -1,
+        node_name=step.node_name if step else "",
+        op=step.op if step else "",
+        live_bytes=lower,
+        tensors=tuple(alive),
+    )
+
+
 def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
     """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
     if alignment < 1:
@@ -173,7 +201,6 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
             "use --alignment 16 (TFLite Micro) or 1 for none",
         )
     lt = compute_lifetimes(graph, in_place=in_place)
-    n_steps = len(lt.steps)
     buffers = lt.buffers
     result = plan_offsets(
         [b.nbytes for b in buffers],
@@ -195,34 +222,10 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         )
         for b, off in zip(buffers, result.offsets, strict=True)
     )
-    timeline = live_bytes_per_step(n_steps, buffers)
-    lower = max(timeline, default=0)
-    p = timeline.index(lower) if timeline else 0
-    by_key = {t.key: t for t in lt.tensors}
-    # per buffer alive at the peak, the tensor that sets its size there
-    alive = sorted(
-        (
-            max(
-                (by_key[k] for k in b.tensors if by_key[k].first <= p <= by_key[k].last),
-                key=lambda t: (t.nbytes, -t.first),
-            )
-            for b in buffers
-            if b.first <= p <= b.last
-        ),
-        key=lambda t: (-t.nbytes, t.first, t.key),
-    )
-    step = lt.steps[p] if lt.steps else None
-    peak = Peak(
-        step=p,
-        graph=step.graph if step else graph.name,
-        node_index=step.node_index if step else -1,
-        node_name=step.node_name if step else "",
-        op=step.op if step else "",
-        live_bytes=lower,
-        tensors=tuple(alive),
-    )
-    notes = list(lt.notes)
+    timeline = live_bytes_per_step(len(lt.steps), buffers)
+    peak = _peak(graph, lt, timeline)
     persistent = sum(t.nbytes or 0 for t in lt.persistent)
+    notes = list(lt.notes)
     if lt.persistent:
         notes.append(
             f"{len(lt.persistent)} variable tensor(s), {persistent:,} B, persist across "
@@ -238,7 +241,7 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         lifetimes=lt,
         alignment=alignment,
         in_place=in_place,
-        lower_bound_bytes=lower,
+        lower_bound_bytes=peak.live_bytes,
         aligned_lower_bound_bytes=result.lower_bound_bytes,
         peak=peak,
         allocations=allocations,
@@ -250,18 +253,3 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         persistent_bytes=persistent,
         notes=tuple(notes),
     )
-
-
-def plan_memory(
-    model: str | Path | Graph,
-    input_shapes: Mapping[str, Shape] | None = None,
-    *,
-    alignment: int = 16,
-    in_place: bool = False,
-) -> MemoryAnalysis:
-    """Load ``model`` (a path or a :class:`Graph`) and analyse its memory."""
-    if isinstance(model, Graph):
-        return plan_graph(model, alignment=alignment, in_place=in_place)
-    from infercast.frontends import load
-
-    return plan_graph(load(model, input_shapes), alignment=alignment, in_place=in_place)

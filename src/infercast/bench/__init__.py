@@ -3,7 +3,8 @@ static cost.
 
 * :func:`plan_runs` -- the runs of one command: runtimes x threads x runtime options;
 * :func:`bench` -- run them, each in its own worker process with a timeout;
-  join each per-op profile with :func:`infercast.analysis.cost.analyze`'s figures;
+  join each per-op profile with the model's static cost (an
+  :class:`~infercast.analysis.cost.Analysis`);
 * :mod:`infercast.bench.profiles` -- ONNX Runtime JSON, TFLite ``benchmark_model``
   text / CSV and TVM debug-executor importers;
 * :mod:`infercast.bench.join` -- achieved MAC/s, shares, hotspots, % of a peak.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infercast.analysis.cost import Analysis
 from infercast.bench.harness import RunResult, RunSpec, TimingConfig, run_isolated
 from infercast.bench.join import Joined, join
 from infercast.bench.runtimes import RuntimeOptionError, get_runtime, resolve_options
@@ -112,9 +114,11 @@ def bench(
     peak_for: Callable[[RunSpec], float | None] | None = None,
     on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
     on_done: Callable[[int, RunResult], None] | None = None,
-    analyze_model: bool = True,
+    analysis: Analysis | None = None,
+    notes: Sequence[str] = (),
 ) -> BenchReport:
-    """Run every spec in isolation, then join each profile with the static cost."""
+    """Run every spec in isolation, then join each profile with ``analysis``, the static
+    cost of the model (without it: no MAC/s figures). ``notes`` go into the report."""
     from infercast.bench.env import environment
 
     if not specs:
@@ -133,15 +137,6 @@ def bench(
         results.append(res)
         if on_done is not None:
             on_done(i, res)
-    analysis = None
-    notes: list[str] = []
-    if analyze_model:
-        from infercast.analysis.cost import analyze
-
-        try:
-            analysis = analyze(model, dict(specs[0].input_shapes) or None)
-        except InfercastError as exc:
-            notes.append(f"static cost unavailable, no MAC/s figures: {exc}")
     joins: dict[int, Joined] = {}
     peaks: dict[int, float | None] = {}
     for i, res in enumerate(results):

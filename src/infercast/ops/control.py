@@ -15,18 +15,9 @@ from infercast.ops.registry import OpContext, OpCost, register
 
 def body_costs(ctx: OpContext) -> list[OpCost]:
     """The (MACs, FLOPs) of each subgraph the node calls, each counted once."""
-    from infercast.analysis.cost import analyze_graph  # the walker; imported lazily
-
-    costs = []
-    for name in ctx.node.subgraphs:
-        sub = ctx.graph.subgraphs.get(name)
-        if sub is None:
-            raise ShapeUnknownError(name)
-        result = analyze_graph(sub)
-        if not result.totals.complete:
-            raise ShapeUnknownError(f"{name} (a layer in the subgraph has no known cost)")
-        costs.append(OpCost(macs=result.totals.macs, flops=result.totals.flops))
-    return costs
+    if ctx.subgraph_cost is None:
+        raise ShapeUnknownError("the called subgraphs (the cost walker costs them)")
+    return [ctx.subgraph_cost(name) for name in ctx.node.subgraphs]
 
 
 @register("if", family="control")

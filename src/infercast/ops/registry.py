@@ -47,6 +47,8 @@ class OpContext:
     values: Mapping[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     """Values known statically beyond the constants' own (shape inference propagates
     them, e.g. the output of ``Shape`` on a static tensor)."""
+    subgraph_cost: Callable[[str], OpCost] | None = None
+    """The cost of a called subgraph, by name; the cost walker (analysis/cost.py) supplies it."""
 
     @property
     def layout(self) -> str:
