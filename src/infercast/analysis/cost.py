@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from infercast.analysis.loops import trip_count
+from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
@@ -124,6 +125,9 @@ def _shape_str(shape: Shape | None) -> str:
     return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
 
 
+_CONTAINERS = (DType.VARIANT, DType.RESOURCE)
+
+
 def _partial_outputs(layer: LayerCost, outs: list[Tensor]) -> LayerCost:
     """A layer with an output whose shape is not fully known is ``unknown_shape``.
 
@@ -132,15 +136,16 @@ def _partial_outputs(layer: LayerCost, outs: list[Tensor]) -> LayerCost:
     FLOPs it gave stay (they depend on the inputs only, as a Reshape's 0 or a
     NonMaxSuppression's worst case); the note says so.
     """
-    partial = [t for t in outs if not t.is_static]
+    # Containers (ONNX sequences, optionals, maps; handles) have no shape to know.
+    partial = [t for t in outs if not t.is_static and t.dtype not in _CONTAINERS]
     if not partial:
         return layer
     shown = ", ".join(f"{t.name} [{_shape_str(t.shape)}]" for t in partial[:3])
     if len(partial) > 3:
         shown += f" and {len(partial) - 3} more"
-    counted = "" if layer.flops is None else (
-        f"; its {layer.flops:,} FLOPs do not depend on the unknown dimensions"
-    )
+    counted = ""
+    if layer.flops is not None and layer.status == "ok":
+        counted = f"; its {layer.flops:,} FLOPs do not depend on the unknown dimensions"
     note = f"output shape not known statically: {shown}{counted}"
     if layer.note:
         note = f"{note} ({layer.note})"
@@ -153,20 +158,25 @@ class _Walker:
         self.layers: list[LayerCost] = []
         self.notes: list[str] = []
         self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
+        self.sub_partial: dict[str, bool] = {}
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
-        """Append the layers of ``graph``; return its (MACs, FLOPs), None if unknown."""
-        macs: int | None = 0
-        flops: int | None = 0
+        """Append the layers of ``graph``; return its (MACs, FLOPs). When some layer
+        has no cost rule or a shape not known statically, they are a lower bound and
+        ``sub_partial[graph.name]`` says so (the op calling it is then unknown too)."""
+        macs = 0
+        flops = 0
+        complete = True
         for node in graph.nodes:
             layer = self.layer(graph, node)
             self.layers.append(layer)
-            if macs is not None and layer.macs is not None:
-                macs += layer.macs
-            if flops is not None and layer.flops is not None:
-                flops += layer.flops
+            if layer.status in ("unsupported", "unknown_shape"):
+                complete = False
+            macs += layer.macs or 0
+            flops += layer.flops or 0
+        self.sub_partial[graph.name] = not complete
         return macs, flops
 
     def subgraph_cost(self, graph: Graph, name: str) -> tuple[int | None, int | None]:
@@ -240,13 +250,27 @@ class _Walker:
         )
         if node.op in CONTROL_FLOW and not folded:
             layer = self.control_flow(graph, node, layer)
-        if not folded and layer.status in ("ok", "control_flow"):
+        if not folded and (layer.status in ("ok", "control_flow") or node.op in CONTROL_FLOW):
             return _partial_outputs(layer, outs)
         return layer
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs' cost, times the
-        trip count where the graph fixes it (analysis/loops.py), else once."""
+        trip count where the graph fixes it (analysis/loops.py), else once. When a
+        called subgraph has layers of unknown cost, the layer is ``unknown_shape`` and
+        its MACs and FLOPs are a lower bound (the note says so)."""
+        layer = self._control_flow_cost(graph, node, base)
+        partial = [s for s in node.subgraphs if self.sub_partial.get(s)]
+        if layer.status != "control_flow" or not partial:
+            return layer
+        return replace(
+            layer,
+            status="unknown_shape",
+            note=f"lower bound: {len(partial)} called subgraph(s) have layers of unknown cost "
+            f"({', '.join(partial[:2])}); {layer.note}",
+        )
+
+    def _control_flow_cost(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         costs = {s: self.subgraph_cost(graph, s) for s in node.subgraphs}
         if any(m is None or f is None for m, f in costs.values()):
             return replace(base, status="unknown_shape", note="a called subgraph has unknown cost")

@@ -131,6 +131,9 @@ def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
     onnx = _onnx()
     type_proto = onnx.TypeProto.FromString(raw)
     if not type_proto.HasField("tensor_type"):
+        kind = type_proto.WhichOneof("value")
+        if kind in ("sequence_type", "optional_type", "map_type"):
+            return DType.VARIANT, None  # a container of tensors, not a tensor: no shape
         return DType.UNKNOWN, None
     tt = type_proto.tensor_type
     dtype = _dtype(tt.elem_type)
