@@ -128,6 +128,37 @@ def _shape_str(shape: Shape | None) -> str:
 _CONTAINERS = (DType.VARIANT, DType.RESOURCE)
 
 
+def dead_graphs(graph: Graph) -> set[int]:
+    """id() of every subgraph that cannot run: the other branches of an If with a
+    ``static_branch``, and everything they call."""
+    dead: set[int] = set()
+
+    def mark(g: Graph) -> None:
+        dead.add(id(g))
+        for sub in g.subgraphs.values():
+            mark(sub)
+
+    def visit(g: Graph) -> None:
+        for node in g.nodes:
+            run = called_subgraphs(node)
+            for key in node.subgraphs:
+                sub = g.subgraphs.get(key)
+                if sub is not None:
+                    (visit if key in run else mark)(sub)
+
+    visit(graph)
+    return dead
+
+
+def called_subgraphs(node: Node) -> tuple[str, ...]:
+    """The subgraphs ``node`` may run: an If whose other branch cannot run with these
+    shapes (``static_branch``, set by the ONNX shape pass) runs that branch only."""
+    taken = node.attrs.get("static_branch")
+    if node.op == "if" and isinstance(taken, str) and taken in node.subgraphs:
+        return (taken,)
+    return node.subgraphs
+
+
 def _partial_outputs(layer: LayerCost, outs: list[Tensor]) -> LayerCost:
     """A layer with an output whose shape is not fully known is ``unknown_shape``.
 
@@ -159,6 +190,8 @@ class _Walker:
         self.notes: list[str] = []
         self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
         self.sub_partial: dict[str, bool] = {}
+        self.layer_graphs: list[int] = []
+        """id() of the graph of each entry of ``layers``."""
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
 
@@ -172,6 +205,7 @@ class _Walker:
         for node in graph.nodes:
             layer = self.layer(graph, node)
             self.layers.append(layer)
+            self.layer_graphs.append(id(graph))
             if layer.status in ("unsupported", "unknown_shape"):
                 complete = False
             macs += layer.macs or 0
@@ -260,7 +294,7 @@ class _Walker:
         called subgraph has layers of unknown cost, the layer is ``unknown_shape`` and
         its MACs and FLOPs are a lower bound (the note says so)."""
         layer = self._control_flow_cost(graph, node, base)
-        partial = [s for s in node.subgraphs if self.sub_partial.get(s)]
+        partial = [s for s in called_subgraphs(node) if self.sub_partial.get(s)]
         if layer.status != "control_flow" or not partial:
             return layer
         return replace(
@@ -272,6 +306,21 @@ class _Walker:
 
     def _control_flow_cost(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         costs = {s: self.subgraph_cost(graph, s) for s in node.subgraphs}
+        taken = node.attrs.get("static_branch")
+        if node.op == "if" and isinstance(taken, str) and taken in costs:
+            m, f = costs[taken]
+            if m is None or f is None:
+                return replace(
+                    base, status="unknown_shape", note="a called subgraph has unknown cost"
+                )
+            other = ", ".join(s.rsplit("/", 1)[-1] for s in node.subgraphs if s != taken)
+            return replace(
+                base,
+                status="control_flow",
+                macs=m,
+                flops=f,
+                note=f"the {taken.rsplit('/', 1)[-1]}: {other} cannot run with these shapes",
+            )
         if any(m is None or f is None for m, f in costs.values()):
             return replace(base, status="unknown_shape", note="a called subgraph has unknown cost")
         macs = {s: m or 0 for s, (m, _) in costs.items()}
@@ -314,12 +363,16 @@ class _Walker:
 def analyze_graph(graph: Graph) -> Analysis:
     """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
     walker = _Walker(graph)
+    dead = dead_graphs(graph)
     walker.walk(graph)
     for name, sub in graph.subgraphs.items():
         if name not in walker.sub_totals:
             walker.sub_totals[name] = walker.walk(sub)
     layers = walker.layers
     main = [ly for ly in layers if ly.subgraph == graph.name]
+    # Layers of branches that cannot run with these shapes are listed, not counted.
+    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead}
+    live = [ly for i, ly in enumerate(layers) if i not in never]
 
     # Unique weights over the main graph and everything it calls.
     unique: dict[str, tuple[int, int, int]] = {}
@@ -332,8 +385,8 @@ def analyze_graph(graph: Graph) -> Analysis:
             unique[key] = (t.elements or 0, t.storage_bytes, t.nbytes or 0)
     macs = sum(ly.macs or 0 for ly in main)
     flops = sum(ly.flops or 0 for ly in main)
-    unsupported = [ly for ly in layers if ly.status == "unsupported"]
-    unknown = [ly for ly in layers if ly.status == "unknown_shape"]
+    unsupported = [ly for ly in live if ly.status == "unsupported"]
+    unknown = [ly for ly in live if ly.status == "unknown_shape"]
     totals = Totals(
         macs=macs,
         flops=flops,
@@ -356,6 +409,11 @@ def analyze_graph(graph: Graph) -> Analysis:
     notes = list(graph.notes)
     for _name, sub in graph.subgraphs.items():
         notes.extend(sub.notes)
+    if never:
+        notes.append(
+            f"{len(never)} layer(s) of If branches that cannot run with these input shapes "
+            "are listed but not counted"
+        )
     if unknown:
         notes.append(
             f"{len(unknown)} layer(s) have shapes that are not known statically; "

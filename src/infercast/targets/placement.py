@@ -459,10 +459,15 @@ def _fit(
 
 
 def _unsized_activations(graph: Graph) -> bool:
-    """Some non-constant tensor (subgraphs included) has a size not known statically."""
+    """Some non-constant tensor (of the graph or a subgraph that can run) has a size not
+    known statically."""
+    from infercast.analysis.cost import dead_graphs
+
+    dead = dead_graphs(graph)
     return any(
         not t.is_constant and t.nbytes is None
         for _, g in graph.all_graphs()
+        if id(g) not in dead
         for t in g.tensors.values()
     )
 

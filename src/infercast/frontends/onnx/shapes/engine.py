@@ -18,7 +18,7 @@ from infercast.frontends.onnx.shapes._common import (
     Unknown,
 )
 from infercast.frontends.onnx.shapes.values import VALUE_RULES, ValueFn, Values
-from infercast.ir.graph import Graph, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ops.registry import OpContext
 
 ONNX_INFERENCE_WRONG: dict[str, str] = {
@@ -44,14 +44,23 @@ def _layout_for(graph: Graph, shape: Shape | None, old: str | None) -> str | Non
     return graph.layout if shape is not None and len(shape) == 4 else None
 
 
-def _run_rule(fn: Callable[[OpContext], Any], ctx: OpContext, strict: bool) -> Any:
+def _run_rule(
+    fn: Callable[[OpContext], Any],
+    ctx: OpContext,
+    strict: bool,
+    broken: dict[str, str] | None = None,
+    key: str = "",
+) -> Any:
     try:
         return fn(ctx)
     except Unknown:
         return None
-    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError):
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError) as exc:
         if strict:
             raise
+        if broken is not None and isinstance(exc, ValueError):
+            # The shapes reaching this node are inconsistent (the op would fail).
+            broken.setdefault(key, f"{ctx.node.native_op} '{ctx.node.name}': {exc}")
         return None
 
 
@@ -96,6 +105,8 @@ def infer_missing_shapes(
     conflicts: list[str] = []
     state = _Pass(recompute, strict, frozenset(declared), conflicts)
     out = _infer_graph(graph, graph, {}, {}, state)[0]
+    if state.notes:
+        out = dataclasses.replace(out, notes=(*out.notes, *state.notes))
     if conflicts:
         shown = "; ".join(conflicts[:4])
         if len(conflicts) > 4:
@@ -114,6 +125,10 @@ class _Pass:
     strict: bool
     declared: frozenset[str]
     conflicts: list[str]
+    broken: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Graph name -> why it cannot run with these input shapes (a rule found them
+    inconsistent, e.g. a reduction axis beyond the rank), unresolved by an If."""
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def _compatible(declared: Shape, inferred: Shape) -> bool:
@@ -151,7 +166,9 @@ def _infer_graph(
     outer: Mapping[str, Tensor],
     outer_values: Mapping[str, np.ndarray[Any, Any]],
     state: _Pass,
+    key: str = "",
 ) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
+    """One graph's pass; ``key`` is its name in the enclosing graph's subgraphs."""
     recompute, strict = state.recompute, state.strict
     tensors: dict[str, Tensor] = dict(graph.tensors)
     produced = {o for n in graph.nodes for o in n.outputs if o}
@@ -173,6 +190,7 @@ def _infer_graph(
     subgraphs: dict[str, Graph] = dict(graph.subgraphs)
     meta_graph = graph if graph.metadata else dataclasses.replace(graph, metadata=root.metadata)
 
+    nodes = list(graph.nodes)
     for node in graph.nodes:
         ins = [tensors.get(n) if n else None for n in node.inputs]
         sub_values: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
@@ -186,8 +204,12 @@ def _infer_graph(
                 seeds = _run_rule(_bind_key(seed, sub), pre, strict)
                 body = _seed_body(body, seeds, recompute)
             subgraphs[sub], sub_values[sub] = _infer_graph(
-                body, root, {**outer, **tensors}, values, state
+                body, root, {**outer, **tensors}, values, state, sub
             )
+        bad = [s for s in node.subgraphs if s in state.broken]
+        if bad and not (node.op == "if" and len(bad) < len(node.subgraphs)):
+            # A loop body (or every branch) cannot run: neither can this graph.
+            state.broken.setdefault(key, state.broken[bad[0]])
         outs = [tensors[n] for n in node.outputs if n and n in tensors]
         view = meta_graph
         if node.subgraphs:
@@ -203,7 +225,14 @@ def _infer_graph(
         if need:
             shapes: list[Shape | None] | None = None
             if rule_fn is not None:
-                shapes = _run_rule(rule_fn, ctx, strict)
+                shapes = _run_rule(rule_fn, ctx, strict, state.broken, key)
+            taken = _static_branch(node, state) if node.op == "if" else None
+            if taken is not None:
+                shapes = _body_outputs(subgraphs.get(taken))
+                replace = True
+                nodes[node.index] = dataclasses.replace(
+                    node, attrs={**node.attrs, "static_branch": taken}
+                )
             for i, o in enumerate(node.outputs):
                 if not o or o not in tensors:
                     continue
@@ -244,7 +273,30 @@ def _infer_graph(
                 for o, v in zip(node.outputs, result, strict=False):
                     if o and v is not None and np.size(v) <= MAX_VALUE_ELEMENTS:
                         values[o] = np.asarray(v)
-    return dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs), values
+    out = dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs, nodes=tuple(nodes))
+    return out, values
+
+
+def _static_branch(node: Node, state: _Pass) -> str | None:
+    """The branch an If must take when the other cannot run with these input shapes
+    (a shape rule found its shapes inconsistent: the model would fail there)."""
+    bad = [s for s in node.subgraphs if s in state.broken]
+    good = [s for s in node.subgraphs if s not in state.broken]
+    if len(bad) != 1 or len(good) != 1:
+        return None
+    note = (
+        f"If '{node.name}': branch {bad[0].rsplit('/', 1)[-1]} cannot run with these input "
+        f"shapes ({state.broken[bad[0]]}); the other branch's shapes and cost are used"
+    )
+    if note not in state.notes:
+        state.notes.append(note)
+    return good[0]
+
+
+def _body_outputs(body: Graph | None) -> list[Shape | None] | None:
+    if body is None:
+        return None
+    return [body.tensors[o].shape if o in body.tensors else None for o in body.outputs]
 
 
 def _bind_key(fn: BodyInputFn, key: str) -> Callable[[OpContext], list[Shape | None]]:
