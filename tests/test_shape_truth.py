@@ -210,6 +210,12 @@ def test_downstream_commands_say_unknown(
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["fits"] is None
     assert doc["fit"]["dram"]["lower_bound_parts"] == ["activations_bytes"]
+    # bench measures, but computes no GMAC/s from MACs it knows to be incomplete.
+    quick = ["--min-runs", "2", "--max-time", "1", "-f", "json"]
+    assert main(["bench", str(filtered), "-r", "ort", *quick]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["macs"] is None and doc["runs"][0]["achieved_macs_per_s"] is None
+    assert any("no GMAC/s" in n for n in doc["notes"])
 
 
 def test_no_mac_rate_from_incomplete_macs(filtered: Path) -> None:
