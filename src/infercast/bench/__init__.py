@@ -24,7 +24,15 @@ from infercast.bench.join import Joined, join
 from infercast.bench.runtimes import RuntimeOptionError, get_runtime, resolve_options
 from infercast.errors import InfercastError
 
-__all__ = ["BenchReport", "RunResult", "RunSpec", "TimingConfig", "bench", "plan_runs"]
+__all__ = [
+    "BenchReport",
+    "RunResult",
+    "RunSpec",
+    "TimingConfig",
+    "assemble",
+    "bench",
+    "plan_runs",
+]
 
 DEFAULT_RUNTIME = {"onnx": "ort", "tflite": "litert"}
 
@@ -123,8 +131,7 @@ def bench(
 
     if not specs:
         raise InfercastError("nothing to run")
-    model = specs[0].model
-    fmt = model_format(model)
+    model_format(specs[0].model)
     results: list[RunResult] = []
     for i, spec in enumerate(specs):
         cb = None
@@ -137,6 +144,29 @@ def bench(
         results.append(res)
         if on_done is not None:
             on_done(i, res)
+    return assemble(
+        specs,
+        results,
+        environment(),
+        timeout_s,
+        peak_for=peak_for,
+        analysis=analysis,
+        notes=notes,
+    )
+
+
+def assemble(
+    specs: Sequence[RunSpec],
+    results: Sequence[RunResult],
+    environment: Mapping[str, Any],
+    timeout_s: float,
+    *,
+    peak_for: Callable[[RunSpec], float | None] | None = None,
+    analysis: Analysis | None = None,
+    notes: Sequence[str] = (),
+) -> BenchReport:
+    """A :class:`BenchReport` of finished runs: each profile joined with ``analysis``."""
+    model = specs[0].model
     joins: dict[int, Joined] = {}
     peaks: dict[int, float | None] = {}
     for i, res in enumerate(results):
@@ -160,8 +190,8 @@ def bench(
         ]
     return BenchReport(
         model=model,
-        format=fmt,
-        environment=environment(),
+        format=model_format(model),
+        environment=environment,
         runs=tuple(results),
         joins=joins,
         # MAC/s from a partial count would be too low and look measured: none at all.
