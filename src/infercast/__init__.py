@@ -11,6 +11,7 @@ Public API (:mod:`infercast.api`), every function on a path or a loaded graph::
     infercast.plan_memory(graph).arena_bytes
     infercast.check(graph, "ethos-u55-128").exit_code
     infercast.estimate(graph, "rpi4-cpu", analysis=result).latency_s
+    infercast.html_report(graph, ["rpi4-cpu", "k210-kpu"], output="report.html")  # one file
 
 ``infercast.estimate`` and ``infercast.bench`` are the functions; the packages of
 the same names are reached with ``from infercast.estimate.forecast import ...``.
@@ -35,6 +36,7 @@ from infercast.api import (
     calibrate,
     check,
     estimate,
+    html_report,
     list_targets,
     load,
     plan_memory,
@@ -73,6 +75,7 @@ __all__ = [
     "calibrate",
     "check",
     "estimate",
+    "html_report",
     "list_targets",
     "load",
     "load_target",

@@ -454,6 +454,87 @@ def list_targets() -> TargetList:
     return TargetList(tuple(builtin_targets()))
 
 
+# --------------------------------------------------------------------------- #
+# The HTML report
+# --------------------------------------------------------------------------- #
+
+
+def html_report(
+    model: ModelLike,
+    targets: Sequence[TargetLike] = (),
+    input_shapes: InputShapes = None,
+    *,
+    profile: str | os.PathLike[str] | None = None,
+    profile_kind: str | None = None,
+    whatif: Any = None,
+    output: str | os.PathLike[str] | None = None,
+) -> str:
+    """One self-contained HTML page of ``model`` on ``targets`` (``infercast report``).
+
+    ``profile``: a per-op profile (measured points on the roofline, a measured
+    column); ``whatif``: a what-if result (its ``to_dict()``, the JSON document or
+    a path to it), shown as the variant table. The model is loaded once and each
+    stage runs once per target. Returns the HTML; writes it to ``output`` when given.
+    """
+    import json
+
+    from infercast.report.html import ReportInputs, render_html, whatif_document
+
+    loaded = [_target(t) for t in targets]
+    doc = None
+    if isinstance(whatif, str | os.PathLike):
+        where = os.fspath(whatif)
+        try:
+            raw = json.loads(Path(where).read_text("utf-8"))
+        except OSError as exc:
+            raise InfercastError(f"cannot read {where}: {exc.strerror}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InfercastError(f"{where}: not a JSON what-if result ({exc})") from None
+        doc = whatif_document(raw, where)
+    elif whatif is not None:
+        doc = whatif_document(whatif)
+    graph = _graph(model, input_shapes)
+    memory = plan_graph(graph)
+    analysis = analyze_graph(graph)
+    forecasts = [
+        forecast(graph, t, placement=place(graph, t, memory=memory), analysis=analysis)
+        for t in loaded
+    ]
+    joined = None
+    if profile is not None:
+        joined = join_profile(analysis, read_profile(Path(profile), profile_kind))
+    text = render_html(
+        ReportInputs(
+            analysis=analysis,
+            memory=memory,
+            forecasts=tuple(forecasts),
+            joined=joined,
+            profile_source=os.fspath(profile) if profile is not None else "",
+            whatif=doc,
+        )
+    )
+    if output is not None:
+        _write_atomic(Path(output), text)
+    return text
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import tempfile
+
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
 __all__ = [
     "AnalysisResult",
     "BenchResult",
@@ -469,6 +550,7 @@ __all__ = [
     "calibrate",
     "check",
     "estimate",
+    "html_report",
     "list_targets",
     "load",
     "load_target",

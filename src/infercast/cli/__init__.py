@@ -24,7 +24,17 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
-from infercast.cli import analyze, bench, calibrate, check, estimate, profile, targets, validate
+from infercast.cli import (
+    analyze,
+    bench,
+    calibrate,
+    check,
+    estimate,
+    profile,
+    report,
+    targets,
+    validate,
+)
 from infercast.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 from infercast.errors import InfercastError
 from infercast.report.text import one_line
@@ -51,6 +61,7 @@ app.command()(calibrate.calibrate)
 app.command()(validate.validate)
 app.command()(bench.bench)
 app.add_typer(profile.app, name="profile")
+app.command()(report.report)
 
 EXIT_INTERRUPTED = 130
 

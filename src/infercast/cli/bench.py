@@ -13,12 +13,17 @@ import typer
 
 from infercast.cli.common import (
     EXIT_NOT_OK,
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
+    main_labels,
+    table_options,
 )
 from infercast.errors import InfercastError
 
@@ -164,6 +169,9 @@ def bench(
     top: TopOpt = 10,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Time MODEL on real runtimes side by side; with --profile, where the time goes.
 
@@ -213,6 +221,10 @@ def bench(
     elif fmt is Format.csv:
         out.text(rep.to_csv(result))
     else:
-        out.rich(rep.render_group(result, top=top))
+        labels = None
+        if result.joins:
+            labels = main_labels(api.load(model, parse_input_shapes(input_shape or [])))
+        opts = table_options(columns, sort, None)
+        out.rich(rep.render_group(result, top=top, opts=opts, by_op=by is not None, labels=labels))
     if result.failed:
         raise SystemExit(EXIT_NOT_OK)
