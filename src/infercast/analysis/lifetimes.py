@@ -61,6 +61,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from infercast.analysis.cost import called_subgraphs
 from infercast.ir.graph import Graph, Node, Tensor
 
 ALIAS_OPS = frozenset(
@@ -262,7 +263,7 @@ class _Builder:
             local.update(k for k in outs if k)
             e = s
             called_outer: set[str] = set()
-            for sub_name in node.subgraphs:
+            for sub_name in called_subgraphs(node):
                 sub = self.sub(g, sub_name)
                 if sub is None:
                     self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")

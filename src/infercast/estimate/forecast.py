@@ -438,11 +438,12 @@ class Forecast:
 
     @property
     def one_time_s(self) -> float:
-        """First-run costs (the accelerator's graph compilation), reported apart; none when
-        no layer runs on the accelerator."""
-        if not any(ly.placement != "cpu" for ly in self.placement.inference_layers):
-            return 0.0
-        return self.target.graph_compile_s
+        """First-run costs (graph compilation), reported apart; an accelerator's graph
+        compilation only when some layer runs on the accelerator."""
+        if self.target.placement.accelerator is None:
+            return self.target.graph_compile_s
+        on_acc = any(ly.processor == "accelerator" for ly in self.placement.layers if not ly.folded)
+        return self.target.graph_compile_s if on_acc else 0.0
 
     @property
     def complete(self) -> bool:

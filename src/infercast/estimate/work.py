@@ -385,11 +385,12 @@ class _StreamingCaches:
         ]
 
 
-def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, dict[str, int]]:
-    """(activation bytes, output bytes, weights root -> bytes) of kernel ``k``: activations
-    read from outside the group, outputs read outside it (or model outputs)."""
+def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, dict[str, int], bool]:
+    """(activation bytes, output bytes, weights root -> bytes, sizes known) of kernel ``k``:
+    activations read from outside the group, outputs read outside it (or model outputs);
+    an activation of unknown size counts 0 bytes and makes the sizes unknown."""
     inside = {o for n in members for o in n.outputs if o}
-    act_in: dict[str, int] = {}
+    act_in: dict[str, int | None] = {}
     weights: dict[str, int] = {}
     for n in members:
         wts = weight_tensors(dev, n)
@@ -400,19 +401,20 @@ def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, di
             if name and name not in inside and name not in wnames:
                 t = dev.tensors[name]
                 if not t.is_constant:
-                    act_in[name] = t.nbytes or 0
-    act_out = {o: dev.tensors[o].nbytes or 0 for o in members[-1].outputs if o}
+                    act_in[name] = t.nbytes
+    act_out: dict[str, int | None] = {o: dev.tensors[o].nbytes for o in members[-1].outputs if o}
     for n in members[:-1]:
         for o in n.outputs:
             if o and (
                 o in dev.outputs or any(c not in k.members for c in dev.consumers.get(o, ()))
             ):
-                act_out[o] = dev.tensors[o].nbytes or 0
-    out_bytes = sum(act_out.values())
-    act_bytes = sum(act_in.values()) + out_bytes
+                act_out[o] = dev.tensors[o].nbytes
+    known = all(v is not None for v in (*act_in.values(), *act_out.values()))
+    out_bytes = sum(v or 0 for v in act_out.values())
+    act_bytes = sum(v or 0 for v in act_in.values()) + out_bytes
     if members[0].op in ALIASING and len(members) == 1:
         act_bytes = 0
-    return act_bytes, out_bytes, weights
+    return act_bytes, out_bytes, weights, known
 
 
 def _arithmetic(
@@ -424,7 +426,9 @@ def _arithmetic(
     known = True
     for n in members:
         lc = cost.get(n.index)
-        if lc is None or lc.flops is None:
+        # A layer whose output size is unknown (unknown_shape) has unknown bytes too,
+        # even when its arithmetic (a Reshape's 0) does not depend on it.
+        if lc is None or lc.flops is None or lc.status == "unknown_shape":
             known = False
         else:
             ops += lc.flops
@@ -470,11 +474,12 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     lp = ctx.place_of[k.anchor]
     on_acc = lp.processor == "accelerator"
     members = [ctx.nodes[i] for i in k.members]
-    act_bytes, out_bytes, weights = _kernel_io(dev, k, members)
+    act_bytes, out_bytes, weights, sizes_known = _kernel_io(dev, k, members)
     w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
     a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
+    known = known and sizes_known
     cls = op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
     return Work(
