@@ -26,9 +26,7 @@ from infercast.analysis.loops import trip_count
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
-from infercast.ops.registry import OpContext, get_handler, weight_inputs
-
-CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
+from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
 
 
 @dataclass(frozen=True)
@@ -165,13 +163,15 @@ class _Walker:
         macs: int | None = None
         flops: int | None = None
         note = ""
+        control_flow = handler is not None and handler.control_flow and not folded
         if folded:
             status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
-        elif handler is None and node.op not in CONTROL_FLOW:
+        elif handler is None:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
-        elif handler is not None:
+        elif not control_flow:  # control flow: counted from the called subgraphs below
             try:
-                cost = handler.cost(OpContext(graph, node, ins, outs))
+                ctx = OpContext(graph, node, ins, outs, subgraph_cost=_complete_cost)
+                cost = handler.cost(ctx)
                 macs, flops, note = cost.macs, cost.flops, cost.note
             except ShapeUnknownError as exc:
                 status, note = "unknown_shape", str(exc)
@@ -195,7 +195,7 @@ class _Walker:
             output_bytes=_activation_bytes(outs),
             note=note,
         )
-        if node.op in CONTROL_FLOW and not folded:
+        if control_flow:
             return self.control_flow(graph, node, layer)
         return layer
 
@@ -240,6 +240,14 @@ class _Walker:
             flops=sum(times(s) * f for s, f in flops.items()),
             note=f"{trips} iterations (fixed in the graph); subgraphs counted per iteration",
         )
+
+
+def _complete_cost(sub: Graph) -> OpCost | None:
+    """A called subgraph's cost, for handlers (None when a layer of it has no known cost)."""
+    result = analyze_graph(sub)
+    if not result.totals.complete:
+        return None
+    return OpCost(macs=result.totals.macs, flops=result.totals.flops)
 
 
 def analyze_graph(graph: Graph) -> Analysis:

@@ -29,15 +29,18 @@ Lifetimes (inclusive step ranges)
     subgraph invocation"). A value no one reads lives during its producer.
 
 Buffers
-    Alias-only ops (reshape, squeeze, unsqueeze, expand_dims, flatten,
-    identity, bitcast) write no new data: their output shares the input's
-    buffer, whose lifetime grows to cover both. The rule is TFLite's
-    (``tensorflow/lite/arena_planner.cc``, ``InputTensorCanBeShared`` with the
-    kernels' ``kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpDataUnmodified``
-    flags in ``kernels/reshape.cc``, ``squeeze.cc``, ``expand_dims.cc``): not when
-    the input is a graph input or the output a graph output, and only between
-    tensors of the same byte size. ONNX Runtime's Reshape / Squeeze /
-    Unsqueeze / Flatten / Identity kernels declare the same alias.
+    Alias-only ops (the ``alias`` fact of the op table: reshape, squeeze,
+    unsqueeze, expand_dims, flatten, identity, bitcast, dropout) write no new
+    data: their output shares the input's buffer, whose lifetime grows to
+    cover both. The rule is TFLite's (``tensorflow/lite/arena_planner.cc``,
+    ``InputTensorCanBeShared`` with the kernels' ``kTfLiteInplaceOpInput0Shared |
+    kTfLiteInplaceOpDataUnmodified`` flags in ``kernels/reshape.cc``,
+    ``squeeze.cc``, ``expand_dims.cc``, ``bitcast.cc``): not when the input is a
+    graph input or the output a graph output, and only between tensors of the
+    same byte size. ONNX Runtime's Reshape / Squeeze / Unsqueeze / Flatten /
+    Identity kernels declare the same alias, and it removes a Dropout whose mask
+    output no one reads (``core/optimizer/dropout_elimination.cc``); an alias op
+    whose other outputs are read is not shared.
     Sharing a buffer never raises the peak: the two tensors are then never
     both in memory. (TFLite Micro's default planner copies instead; its arena
     can only be larger.)
@@ -62,19 +65,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from infercast.ir.graph import Graph, Node, Tensor
-
-ALIAS_OPS = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "expand_dims", "flatten", "identity", "bitcast"}
-)
-"""Ops whose output is the input's bytes re-labelled (shared buffer, no copy)."""
-
-CONTROL_FLOW_OPS = frozenset({"while", "if", "call_once", "call", "loop", "scan"})
-
-
-def _in_place_ops() -> frozenset[str]:
-    from infercast.ops.elementwise import BINARY, UNARY
-
-    return frozenset({*UNARY, *BINARY, "depthwise_conv"})
+from infercast.ops.registry import ops_where, relabels_input
 
 
 @dataclass(frozen=True)
@@ -347,7 +338,7 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
         blast[r] = max(blast[r], blast[k])
         shares[k] = how
 
-    ip_ops = _in_place_ops() if in_place else frozenset()
+    ip_ops = ops_where(lambda h: h.in_place) if in_place else frozenset()
     for step in b.steps:
         if step.node_index < 0:
             continue
@@ -355,7 +346,8 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
         node = g.nodes[step.node_index]
         if node.folded or not node.outputs or not node.outputs[0]:
             continue
-        if node.op not in ALIAS_OPS and node.op not in ip_ops:
+        is_alias = relabels_input(g, node)
+        if not is_alias and node.op not in ip_ops:
             continue
         span = b.scope_spans.get((step.scope, node.index))
         if span is None or span[0] != step.index:
@@ -365,7 +357,7 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             continue
         if node.outputs[0] in g.outputs:
             continue
-        if node.op in ALIAS_OPS:
+        if is_alias:
             cands = [0]
         elif node.op == "depthwise_conv":
             cands = [int(node.attrs.get("data_input", 0))]
@@ -383,7 +375,7 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             if r == out:
                 continue
             in_t = g.tensors[in_name]
-            if node.op in ALIAS_OPS:
+            if is_alias:
                 if in_t.nbytes != out_t.nbytes:
                     continue
                 merge(ik, out, "alias")

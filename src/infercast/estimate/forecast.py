@@ -60,17 +60,13 @@ from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import Bound, Placement
-from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims
-from infercast.ops.registry import get_handler
+from infercast.ir.views import KernelDims, ShapeUnknownError, activation_dims, kernel_dims
+from infercast.ops.registry import Handler, get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport, device_graph, place
 from infercast.targets.schema import EFFICIENCY_KEYS, Target
 
 SCHEMA = "infercast.estimate/1"
 
-# Ops that only re-label a buffer (no copy in ORT / TFLite when the shapes allow).
-ALIASING = frozenset(
-    {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "identity", "dropout"}
-)
 _FAMILY_CLASS = {
     "conv": "conv",
     "linalg": "linalg",
@@ -471,18 +467,12 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
     u = target.units[unit]
     f = 1.0
     m = u.channel_multiple
+    h = get_handler(node.op)
     try:
-        if m > 1 and node.op in (
-            "conv", "depthwise_conv", "conv_transpose", "conv_integer", "qlinear_conv"
-        ):  # fmt: skip
-            w_idx = int(node.attrs.get("weight_input", 3 if node.op == "qlinear_conv" else 1))
-            default = "IOHW" if node.op == "conv_transpose" else "OIHW"
-            k = kernel_dims(
-                graph.tensors[node.inputs[w_idx]], str(node.attrs.get("weight_layout", default))
-            )
-            c = k.out_channels
+        if m > 1 and h is not None and h.conv_like:
+            c = _kernel(graph, node, h).out_channels
             f *= _ceil_to(c, m) / c
-        elif m > 1 and node.op in ("fully_connected", "gemm", "matmul", "matmul_integer"):
+        elif m > 1 and h is not None and h.fc_like:
             out = graph.output_tensors(node)[0]
             if out.is_static and out.shape:
                 n = int(out.shape[-1] or 1)
@@ -504,16 +494,28 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
     return f
 
 
+def _kernel(graph: Graph, node: Node, h: Handler) -> KernelDims:
+    """The kernel dimensions of a conv-like node (from its weight tensor)."""
+    w_idx = int(node.attrs.get("weight_input", h.weight_input or 1))
+    default = "IOHW" if node.op == "conv_transpose" else "OIHW"
+    return kernel_dims(
+        graph.tensors[node.inputs[w_idx]], str(node.attrs.get("weight_layout", default))
+    )
+
+
 def reduction_depth(graph: Graph, node: Node) -> int:
-    """Length of the dot products of a conv / FC / MatMul (0 when not known)."""
+    """Length of the dot products of a conv / FC / MatMul (0 when not known).
+
+    Depthwise convolutions have none: they are not GEMMs (one input channel per output
+    channel), so the short-dot-product effect of a GEMM micro-kernel does not apply."""
+    h = get_handler(node.op)
+    if h is None:
+        return 0
     try:
-        if node.op in ("conv", "conv_integer", "qlinear_conv", "conv_transpose"):
-            w_idx = int(node.attrs.get("weight_input", 3 if node.op == "qlinear_conv" else 1))
-            default = "IOHW" if node.op == "conv_transpose" else "OIHW"
-            layout = str(node.attrs.get("weight_layout", default))
-            k = kernel_dims(graph.tensors[node.inputs[w_idx]], layout)
+        if h.conv_like and node.op != "depthwise_conv":
+            k = _kernel(graph, node, h)
             return k.in_channels * k.spatial_size
-        if node.op in ("fully_connected", "gemm", "matmul", "matmul_integer", "qlinear_matmul"):
+        if h.fc_like:
             x = graph.tensors[node.inputs[0]]
             if x.is_static and x.shape:
                 k_dim = int(x.shape[-1] or 0)
@@ -616,7 +618,8 @@ def _build(
                 ):
                     act_out[o] = dev.tensors[o].nbytes or 0
         act_bytes = sum(act_in.values()) + sum(act_out.values())
-        if anchor.op in ALIASING and len(members) == 1:
+        relabel = relabels_input(dev, anchor)  # no copy in ORT / TFLite: overhead only
+        if relabel and len(members) == 1:
             act_bytes = 0
         # Weights: which memory, and what a streaming cache cannot hold.
         w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
@@ -644,7 +647,7 @@ def _build(
             else:
                 ops += lc.flops
         cls = op_class(anchor, dev)
-        if cls == "movement" and known and ops == 0 and anchor.op not in ALIASING:
+        if cls == "movement" and known and ops == 0 and not relabel:
             # A copy costs per element too (index arithmetic, narrow rows): one op per
             # element written, so that efficiency.movement is the copy throughput.
             ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))

@@ -87,6 +87,12 @@ _CANONICAL: dict[str, str] = {
     "BITWISE_XOR": "bitwise_xor",
 }
 
+
+def canonical_op(native: str) -> str:
+    """The canonical op name of a TFLite builtin (``CONV_2D`` -> ``conv``)."""
+    return _CANONICAL.get(native, native.lower())
+
+
 # (weight layout, data input, weight input) of the kernels.
 _KERNELS: dict[str, tuple[str, int, int]] = {
     "CONV_2D": ("OHWI", 0, 1),
@@ -256,7 +262,7 @@ def _parse(
             custom = (oc.CustomCode() or b"").decode("utf-8", "replace")
             opcodes.append((f"custom:{custom}", f"custom:{custom}"))
         else:
-            opcodes.append((native, _CANONICAL.get(native, native.lower())))
+            opcodes.append((native, canonical_op(native)))
 
     buffer_sizes: list[int] = []
     for i in range(n_buffers):

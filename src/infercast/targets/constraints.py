@@ -32,16 +32,12 @@ import numpy as np
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
+from infercast.ops.registry import Handler, get_handler
 
 Outcome = tuple[bool, str]
 CheckFn = Callable[..., Outcome]
 
 PASS: Outcome = (True, "")
-
-# Ops whose kernel comes from a weight tensor (its layout recorded by the frontend).
-_CONV_LIKE = {"conv", "depthwise_conv", "conv_transpose", "qlinear_conv", "conv_integer"}
-_POOLS = {"max_pool", "avg_pool", "l2_pool", "lp_pool"}
-_FC_LIKE = {"fully_connected", "gemm", "matmul", "matmul_integer", "qlinear_matmul"}
 
 
 # --------------------------------------------------------------------------- #
@@ -97,13 +93,27 @@ class NodeView:
     def attr(self, key: str, default: Any = None) -> Any:
         return self.node.attrs.get(key, default)
 
+    @cached_property
+    def handler(self) -> Handler | None:
+        """The op's cost rule and facts (None for an op infercast has no rule for)."""
+        return get_handler(self.op)
+
+    @property
+    def conv_like(self) -> bool:
+        """A convolution whose kernel is a weight tensor (its layout recorded by the frontend)."""
+        return self.handler is not None and self.handler.conv_like
+
+    @property
+    def fc_like(self) -> bool:
+        return self.handler is not None and self.handler.fc_like
+
     def _input(self, i: int) -> Tensor | None:
         return self.inputs[i] if 0 <= i < len(self.inputs) else None
 
     @cached_property
     def data(self) -> Tensor | None:
         """The data (feature-map) input."""
-        if self.op in _CONV_LIKE:
+        if self.conv_like:
             return self._input(int(self.attr("data_input", 0)))
         return self.activation_inputs[0] if self.activation_inputs else self._input(0)
 
@@ -114,19 +124,19 @@ class NodeView:
     @cached_property
     def weights(self) -> Tensor | None:
         """The kernel / weight matrix, if the op has one."""
-        if self.op in _CONV_LIKE:
-            return self._input(int(self.attr("weight_input", 1)))
-        if self.op in _FC_LIKE:
-            t = self._input(3 if self.op == "qlinear_matmul" else 1)
-            return t
-        return None
+        h = self.handler
+        if h is None or h.weight_input is None:
+            return None
+        if h.conv_like:
+            return self._input(int(self.attr("weight_input", h.weight_input)))
+        return self._input(h.weight_input)
 
     @cached_property
     def bias(self) -> Tensor | None:
         """The bias input: CONV_2D/DEPTHWISE/FC input 2, TRANSPOSE_CONV input 3, ONNX Conv 2."""
         if self.node.native_op == "TRANSPOSE_CONV":
             return self._input(3)
-        if self.op in _CONV_LIKE or self.op in ("fully_connected", "gemm"):
+        if self.conv_like or self.op in ("fully_connected", "gemm"):
             return self._input(2)
         return None
 
@@ -159,7 +169,7 @@ class NodeView:
     @cached_property
     def kernel_hw(self) -> tuple[int, int] | None:
         """Kernel (height, width): from the weight tensor of a conv, the attribute of a pool."""
-        if self.op in _CONV_LIKE and self.weights is not None:
+        if self.conv_like and self.weights is not None:
             layout = self.attr("weight_layout", "OIHW")
             try:
                 k = kernel_dims(self.weights, str(layout))
@@ -193,7 +203,7 @@ class NodeView:
         (k - 1) * dilation + 1 - in, 0), the smaller half before. ONNX uses the
         ``pads`` attribute (begin H, begin W, end H, end W) or ``auto_pad``.
         """
-        if self.op not in _CONV_LIKE and self.op not in _POOLS:
+        if not (self.conv_like or (self.handler is not None and self.handler.windowed)):
             return None
         if self.op == "conv_transpose":
             return None
@@ -537,9 +547,7 @@ def batch_one(view: NodeView) -> Outcome:
 @constraint
 def params_constant(view: NodeView) -> Outcome:
     """Shape, axis and padding arguments must be constants (no dynamic shapes)"""
-    from infercast.ops.registry import get_handler
-
-    handler = get_handler(view.op)
+    handler = view.handler
     args = handler.arg_inputs if handler else frozenset()
     bad = [
         t for i, t in enumerate(view.inputs) if t is not None and i in args and not t.is_constant
@@ -582,7 +590,7 @@ def weight_sum_max(view: NodeView, *, limit: int) -> Outcome:
     values = constant_values(view.graph, w)
     if values is None:
         return PASS
-    layout = str(view.attr("weight_layout", "OIHW")) if view.op in _CONV_LIKE else "OI"
+    layout = str(view.attr("weight_layout", "OIHW")) if view.conv_like else "OI"
     o_axis = layout.index("O") if "O" in layout else 0
     zp = np.zeros(1, np.int64)
     if w.quant is not None:

@@ -31,6 +31,7 @@ import numpy as np
 from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.ops.registry import get_handler
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -62,17 +63,6 @@ _CANONICAL: dict[str, str] = {
     "Col2Im": "col2im",
     "BitCast": "bitcast",
 }
-
-_GENERATORS = {"constant", "constant_of_shape", "range", "eye_like"}
-_NONDETERMINISTIC = {
-    "random_uniform",
-    "random_normal",
-    "random_uniform_like",
-    "random_normal_like",
-    "multinomial",
-    "bernoulli",
-}
-_CONTROL_FLOW = {"if", "loop", "scan"}
 
 
 @functools.cache
@@ -503,9 +493,10 @@ def _graph(
             called.append(sub_name)
         in_tensors = [tensors[x] if x else None for x in n.input]
         const_ins = [t for t in in_tensors if t is not None]
+        facts = get_handler(op)
         if op == "constant":
             folded = True
-        elif const_ins and op not in _NONDETERMINISTIC and op not in _CONTROL_FLOW:
+        elif const_ins and not (facts and (facts.nondeterministic or facts.control_flow)):
             folded = True
             for t in const_ins:
                 if not t.is_constant:
@@ -592,7 +583,7 @@ def _output_tensor(
                     storage = arr.nbytes
                     if arr.dtype.kind == "i":
                         value = arr.astype(np.int64)
-    elif op in _GENERATORS:
+    elif (facts := get_handler(op)) is not None and facts.generator:
         t = Tensor(name=name, dtype=dtype, shape=shape)
         storage = t.nbytes or 0
     else:
