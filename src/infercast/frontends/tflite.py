@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -218,6 +219,54 @@ def _canonical_attrs(native: str, attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
+class _Constants:
+    """Reads a constant tensor's value from its buffer in the file, when asked.
+
+    The file is memory-mapped only for the read and only the asked buffer is copied;
+    a file that changed since it was loaded (size or modification time) gives None.
+    ``Graph.constant_value`` checks the element type and shape.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.entries: dict[str, tuple[int, DType]] = {}
+        """tensor name -> (buffer index, element type)"""
+        try:
+            st = os.stat(path)
+            self.stamp: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            self.stamp = None
+
+    def __call__(self, name: str) -> np.ndarray[Any, Any] | None:
+        entry = self.entries.get(name)
+        if entry is None or self.stamp is None:
+            return None
+        bi, dtype = entry
+        np_type = dtype.numpy
+        if np_type is None:
+            return None
+        try:
+            st = os.stat(self.path)
+            if (st.st_size, st.st_mtime_ns) != self.stamp:
+                return None
+            with (
+                open(self.path, "rb") as f,
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+            ):
+                buf = _schema().Model.GetRootAs(mm, 0).Buffers(bi)
+                if buf.DataLength():
+                    raw = bytes(buf.DataAsNumpy())
+                elif buf.Offset() > 1:
+                    raw = mm[buf.Offset() : buf.Offset() + buf.Size()]
+                else:
+                    return None
+        except (OSError, ValueError, IndexError):
+            return None
+        if len(raw) % np_type.itemsize:
+            return None
+        return np.frombuffer(raw, np_type)
+
+
 def _unique(name: str, index: int, seen: set[str]) -> str:
     key = name if name and name not in seen else f"{name or 'tensor'}#{index}"
     seen.add(key)
@@ -319,6 +368,7 @@ def _parse(
         subgraphs=subs,
         metadata=meta,
         notes=tuple(notes),
+        constants=main.constants,
     )
 
 
@@ -335,6 +385,7 @@ def _subgraph(
 ) -> Graph:
     sg = model.Subgraphs(si)
     n_t = sg.TensorsLength()
+    constants = _Constants(path)
     seen: set[str] = set()
     tnames: list[str] = []
     tensors: dict[str, Tensor] = {}
@@ -377,6 +428,8 @@ def _subgraph(
             if isinstance(raw, np.ndarray):
                 arr = raw.view(np.int32 if dtype == DType.INT32 else np.int64)
                 value = arr.copy()
+        if is_const:
+            constants.entries[name] = (bi, dtype)
         tensors[name] = Tensor(
             name=name,
             dtype=dtype,
@@ -455,6 +508,7 @@ def _subgraph(
         outputs=outputs,
         path=path,
         notes=tuple(notes),
+        constants=constants,
     )
 
 

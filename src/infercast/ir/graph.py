@@ -13,7 +13,7 @@ layout strings, so no handler indexes a shape by position.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -25,6 +25,9 @@ from infercast.ir.dtypes import DType
 Dim = int | None
 """One dimension: an int, or None where it is not known statically."""
 Shape = tuple[Dim, ...]
+
+ConstantLoader = Callable[[str], "np.ndarray[Any, Any] | None"]
+"""Reads the stored value of a constant tensor by name, on demand (None: not available)."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,36 @@ class Graph:
     subgraphs: Mapping[str, Graph] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    constants: ConstantLoader | None = field(default=None, repr=False)
+    """Reads a constant's stored value when asked (attached by the frontend: the buffer
+    in a TFLite file, the initializer of an ONNX file); None for a graph built in memory."""
+
+    def constant_value(self, name: str) -> np.ndarray[Any, Any] | None:
+        """The value of constant tensor ``name``, or None when it is not available.
+
+        Small constants carry their value (:attr:`Tensor.value`); others are read through
+        :attr:`constants`, only now. The value must match the tensor as the graph
+        describes it (element type and shape): a constant whose dtype or shape a
+        transform changed, or one derived at load time (``derived_from``: DEQUANTIZE /
+        DENSIFY outputs), has no stored value and gives None.
+        """
+        t = self.tensors.get(name)
+        if t is None or not t.is_constant:
+            return None
+        value = t.value
+        if value is None and self.constants is not None and t.derived_from is None:
+            value = self.constants(name)
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if t.dtype.numpy is None or arr.dtype != t.dtype.numpy or not t.is_static:
+            return None
+        shape = tuple(int(d or 0) for d in t.shape or ())
+        if arr.shape != shape:
+            if arr.size != t.elements:
+                return None
+            arr = arr.reshape(shape)
+        return arr
 
     def with_tensors(self, tensors: Mapping[str, Tensor]) -> Graph:
         """The same graph over replaced tensors (re-typed, re-shaped)."""

@@ -23,8 +23,7 @@ import math
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from pathlib import Path
+from functools import cached_property
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
@@ -33,6 +32,11 @@ from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
 from infercast.ops.registry import Handler, get_handler
+
+
+class ValueUnknownError(Exception):
+    """A check needs a constant's values and the graph cannot give them."""
+
 
 Outcome = tuple[bool, str]
 CheckFn = Callable[..., Outcome]
@@ -259,6 +263,8 @@ class Constraint:
             return self.fn(view, **params)
         except ShapeUnknownError as exc:
             return False, f"cannot check: {exc}"
+        except ValueUnknownError as exc:
+            return False, f"unknown: {exc}"
 
 
 class _Missing(dict[str, str]):
@@ -336,51 +342,6 @@ def short_name(name: str, width: int = 40) -> str:
 def _names(ts: Sequence[Tensor], limit: int = 2) -> str:
     shown = ", ".join(f"'{short_name(t.name)}'" for t in ts[:limit])
     return shown + (f" (+{len(ts) - limit})" if len(ts) > limit else "")
-
-
-@lru_cache(maxsize=2)
-def _tflite_file(path: str) -> tuple[bytes, dict[str, tuple[int, int, tuple[int, ...]]]]:
-    """The bytes of a TFLite file, and tensor name -> (buffer, TensorType, shape) of subgraph 0
-    (names made unique the way the frontend makes them)."""
-    from infercast.frontends.tflite import _schema, _unique
-
-    schema = _schema()
-    data = Path(path).read_bytes()
-    sg = schema.Model.GetRootAs(data, 0).Subgraphs(0)
-    seen: set[str] = set()
-    out = {}
-    for ti in range(sg.TensorsLength()):
-        t = sg.Tensors(ti)
-        name = _unique((t.Name() or b"").decode("utf-8", "replace"), ti, seen)
-        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
-        out[name] = (t.Buffer(), t.Type(), shape)
-    return data, out
-
-
-def constant_values(graph: Graph, t: Tensor) -> np.ndarray[Any, Any] | None:
-    """The values of a constant tensor: kept small ones from the IR, else read from the
-    TFLite file (8-bit weights, for checks such as Vela's weight-sum limit). None if unknown."""
-    if t.value is not None:
-        return np.asarray(t.value)
-    if graph.format != "tflite" or not graph.path or not t.is_constant or t.derived_from:
-        return None
-    try:
-        from infercast.frontends.tflite import _schema
-
-        schema = _schema()
-        data, tensors = _tflite_file(graph.path)
-        info = tensors.get(t.name)
-        np_type = {schema.TensorType.INT8: np.int8, schema.TensorType.UINT8: np.uint8}.get(
-            info[1] if info else -1
-        )
-        if info is None or np_type is None:
-            return None
-        raw = schema.Model.GetRootAs(data, 0).Buffers(info[0]).DataAsNumpy()
-        if not isinstance(raw, np.ndarray):
-            return None
-        return raw.view(np_type).reshape(info[2])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _weight_like(view: NodeView) -> list[Tensor]:
@@ -587,9 +548,9 @@ def weight_sum_max(view: NodeView, *, limit: int) -> Outcome:
     w = view.weights
     if w is None or not w.is_static or w.dtype.bits != 8 or not w.is_constant:
         return PASS
-    values = constant_values(view.graph, w)
+    values = view.graph.constant_value(w.name)
     if values is None:
-        return PASS
+        raise ValueUnknownError(f"the values of weights '{short_name(w.name)}' are not available")
     layout = str(view.attr("weight_layout", "OIHW")) if view.conv_like else "OI"
     o_axis = layout.index("O") if "O" in layout else 0
     zp = np.zeros(1, np.int64)

@@ -215,6 +215,55 @@ def _set_input_shapes(
             tt.shape.dim.add().dim_value = int(d or 0)
 
 
+class _Constants:
+    """Reads a constant's value from the ONNX file when asked: the file is parsed again
+    (weights included, external data from its files) on the first request, and the
+    initializers and ``Constant`` values of every graph are indexed by name. A file
+    that changed since it was loaded (size or modification time) gives None."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.index: dict[str, Any] | None = None
+        try:
+            st = os.stat(path)
+            self.stamp: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            self.stamp = None
+
+    def __call__(self, name: str) -> np.ndarray[Any, Any] | None:
+        if self.stamp is None:
+            return None
+        try:
+            st = os.stat(self.path)
+            if (st.st_size, st.st_mtime_ns) != self.stamp:
+                return None
+            if self.index is None:
+                self.index = {}
+                _index_tensors(_onnx().load(self.path, load_external_data=False).graph, self.index)
+            proto = self.index.get(name)
+            if proto is None:
+                return None
+            return np.asarray(
+                _onnx().numpy_helper.to_array(proto, base_dir=os.path.dirname(self.path))
+            )
+        except Exception:  # a truncated file, missing external data: not available
+            return None
+
+
+def _index_tensors(g: Any, acc: dict[str, Any]) -> None:
+    """Name -> TensorProto of the initializers and Constant values of ``g`` and its bodies."""
+    for t in g.initializer:
+        acc[t.name] = t
+    for node in g.node:
+        for a in node.attribute:
+            if node.op_type == "Constant" and a.name == "value" and a.HasField("t") and node.output:
+                acc[node.output[0]] = a.t
+            if a.HasField("g"):
+                _index_tensors(a.g, acc)
+            for body in a.graphs:
+                _index_tensors(body, acc)
+
+
 def _shape_str(shape: Shape | None) -> str:
     if shape is None:
         return "?"
@@ -334,7 +383,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
     }
-    graph = _graph(path, model.graph, {}, notes, shapes)
+    graph = _graph(path, model.graph, {}, notes, shapes, _Constants(path))
     return Graph(
         name=graph.name,
         format="onnx",
@@ -347,6 +396,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         subgraphs=graph.subgraphs,
         metadata=meta,
         notes=tuple(notes),
+        constants=graph.constants,
     )
 
 
@@ -421,6 +471,7 @@ def _graph(
     outer: Mapping[str, Tensor],
     notes: list[str],
     shapes: Mapping[str, tuple[DType, Shape | None]],
+    constants: _Constants,
 ) -> Graph:
     onnx = _onnx()
     tensors: dict[str, Tensor] = {}
@@ -489,7 +540,7 @@ def _graph(
             attrs[f"{key}_subgraph"] = sub_name
             visible = dict(outer)
             visible.update(tensors)
-            subgraphs[sub_name] = _graph(path, body, visible, notes, shapes)
+            subgraphs[sub_name] = _graph(path, body, visible, notes, shapes, constants)
             called.append(sub_name)
         in_tensors = [tensors[x] if x else None for x in n.input]
         const_ins = [t for t in in_tensors if t is not None]
@@ -545,6 +596,7 @@ def _graph(
         outputs=outputs,
         path=path,
         subgraphs=subgraphs,
+        constants=constants,
     )
 
 
