@@ -62,3 +62,17 @@ def silero_dir() -> Path:
 @pytest.fixture(scope="session")
 def example_model() -> Path:
     return REPO / "examples" / "mobilenet_v2_int8.tflite"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/golden/ from the current outputs (tests/test_golden.py).",
+    )
+
+
+@pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))

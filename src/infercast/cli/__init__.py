@@ -1,0 +1,92 @@
+"""The ``infercast`` command: one short module per command (parse, load, call, render, exit).
+
+Exit codes:
+
+* 0 -- done;
+* 1 -- an internal error (a bug in infercast: reported on one line, never a traceback);
+* 2 -- bad input (unreadable model, bad option, bad target file): one line on stderr
+  says what was wrong and what to do;
+* 3 -- ``check``: something falls back to the CPU or does not fit; ``bench``: a run
+  failed, crashed or timed out (the others are still reported);
+* 4 -- ``analyze`` / ``estimate``: some layer's cost is unknown; the full output is
+  still written and its totals say they are incomplete;
+* 130 -- interrupted.
+
+To add a command: write ``cli/<name>.py`` with a function taking typer-annotated
+parameters, and register it below.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer.exceptions import TyperException
+
+from infercast.cli import analyze, bench, calibrate, check, estimate, profile, targets, validate
+from infercast.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
+from infercast.errors import InfercastError
+
+app = typer.Typer(
+    name="infercast",
+    help="How a .tflite / .onnx model will fit and run on an edge device.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """How a .tflite / .onnx model will fit and run on an edge device."""
+
+
+app.command()(analyze.analyze)
+app.add_typer(targets.app, name="targets")
+app.command()(check.check)
+app.command()(estimate.estimate)
+app.command()(calibrate.calibrate)
+app.command()(validate.validate)
+app.command()(bench.bench)
+app.add_typer(profile.app, name="profile")
+
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the app on ``argv``; every error becomes one line on stderr and an exit code."""
+    try:
+        rv = app(args=argv, standalone_mode=False)
+    except InfercastError as exc:
+        print(f"infercast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("infercast: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_INTERNAL
+    except typer.Abort:
+        print("infercast: aborted", file=sys.stderr)
+        return EXIT_INTERNAL
+    except TyperException as exc:
+        # Usage errors of the option parser (the help it printed, when the message is empty).
+        message = exc.format_message()
+        if message:
+            print(f"infercast: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        print(
+            f"infercast: internal error: {type(exc).__name__}: {exc} "
+            "(this is a bug in infercast; please report it with the model)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())
+
+
+__all__ = ["app", "main", "run"]

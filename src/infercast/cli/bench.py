@@ -1,0 +1,230 @@
+"""``infercast bench``: time a model on real runtimes side by side; per-op profiles.
+
+Exit status: 0 all runs succeeded; 3 at least one run failed, crashed or timed
+out (the others completed and are reported); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from infercast.cli.common import (
+    EXIT_NOT_OK,
+    Format,
+    FormatOpt,
+    InputShapeOpt,
+    ModelArg,
+    OutOpt,
+    emit,
+    render,
+)
+from infercast.errors import InfercastError
+from infercast.ir.graph import Shape
+
+if TYPE_CHECKING:
+    from infercast.bench.harness import RunSpec
+
+ListOpt = list[str] | None
+RuntimeOpt = Annotated[
+    ListOpt,
+    typer.Option(
+        "--runtime",
+        "-r",
+        help="Runtimes, comma-separated: ort, litert, tvm (default: ort for .onnx, "
+        "litert for .tflite).",
+    ),
+]
+ThreadsOpt = Annotated[
+    ListOpt,
+    typer.Option(
+        "--threads",
+        help="Thread counts to compare, e.g. 1,2,4 ('default': the runtime's own choice). "
+        "Default 1.",
+    ),
+]
+OrtOpt = Annotated[
+    ListOpt,
+    typer.Option(
+        "--ort-opt",
+        help="ONNX Runtime graph optimisation levels to compare: "
+        "all, extended, basic, disable (disable: 1:1 per-op view).",
+    ),
+]
+XnnpackOpt = Annotated[
+    ListOpt, typer.Option("--xnnpack", help="LiteRT XNNPACK delegate: on, off (both: on,off).")
+]
+TuneOpt = Annotated[
+    ListOpt,
+    typer.Option(
+        "--tvm-tune-trials",
+        help="TVM MetaSchedule trials (0: no tuning); the time budget is --timeout.",
+    ),
+]
+ProfileOpt = Annotated[
+    bool, typer.Option("--profile", help="Also measure per-op times and join them with the MACs.")
+]
+ProfileRunsOpt = Annotated[int, typer.Option(help="Inferences per-op times are taken over.")]
+SaveProfileOpt = Annotated[
+    Path | None,
+    typer.Option("--save-profile", help="Keep the runtimes' raw profile files in DIR."),
+]
+WarmupOpt = Annotated[int, typer.Option(help="Warm-up inferences (at least).")]
+MinRunsOpt = Annotated[int, typer.Option(help="Timed inferences (at least).")]
+MinTimeOpt = Annotated[float, typer.Option(help="Seconds of timed inferences (at least).")]
+MaxTimeOpt = Annotated[float, typer.Option(help="Stop timing after this many seconds.")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        help="Seconds a run may take in all (load, compile, tune, measure); past it the "
+        "run is killed and reported."
+    ),
+]
+InputsOpt = Annotated[
+    ListOpt,
+    typer.Option("--input", help="Feed NAME from FILE.npy (repeat); other inputs are generated."),
+]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the generated inputs.")]
+PeakTargetOpt = Annotated[
+    str | None,
+    typer.Option("--target", "-t", help="Report % of this target's peak (built-in name or .toml)."),
+]
+PeakGmacsOpt = Annotated[
+    float | None,
+    typer.Option("--peak-gmacs", help="Report % of this peak, in GMAC/s (overrides --target)."),
+]
+TopOpt = Annotated[int, typer.Option(help="Hotspots listed per profile (table).")]
+
+
+def split(values: list[str] | None) -> list[str]:
+    """``["ort,litert", "tvm"]`` -> ``["ort", "litert", "tvm"]``."""
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def thread_counts(values: list[str] | None) -> list[int | None]:
+    out: list[int | None] = []
+    for v in split(values) or ["1"]:
+        if v.lower() in ("default", "auto"):
+            out.append(None)
+            continue
+        try:
+            n = int(v)
+        except ValueError:
+            raise InfercastError(
+                f"--threads '{v}' is not a whole number", "example: --threads 1,2,4"
+            ) from None
+        if n < 1:
+            raise InfercastError(f"--threads {n}: must be at least 1")
+        out.append(n)
+    return out
+
+
+def peak_for(
+    target: str | None, peak_gmacs: float | None, model: str, input_shapes: Mapping[str, Shape]
+) -> Callable[[RunSpec], float] | None:
+    """A function spec -> peak MAC/s, from ``--peak-gmacs`` or ``--target`` (None: no peak)."""
+    if peak_gmacs is not None:
+        if peak_gmacs <= 0:
+            raise InfercastError("--peak-gmacs must be positive")
+        return lambda spec: peak_gmacs * 1e9
+    if target is None:
+        return None
+    from infercast.analysis.cost import analyze
+    from infercast.bench.join import model_compute_dtype, target_peak_macs_per_s
+
+    dtype = model_compute_dtype(analyze(model, input_shapes or None))
+    target_peak_macs_per_s(target, dtype)  # validate now: a bad target is bad input
+    return lambda spec: target_peak_macs_per_s(target, dtype, spec.threads)
+
+
+def bench(
+    model: ModelArg,
+    runtime: RuntimeOpt = None,
+    threads: ThreadsOpt = None,
+    ort_opt: OrtOpt = None,
+    xnnpack: XnnpackOpt = None,
+    tvm_tune_trials: TuneOpt = None,
+    profile: ProfileOpt = False,
+    profile_runs: ProfileRunsOpt = 20,
+    save_profile: SaveProfileOpt = None,
+    warmup: WarmupOpt = 3,
+    min_runs: MinRunsOpt = 10,
+    min_time: MinTimeOpt = 1.0,
+    max_time: MaxTimeOpt = 60.0,
+    timeout: TimeoutOpt = 600.0,
+    inputs: InputsOpt = None,
+    input_shape: InputShapeOpt = None,
+    seed: SeedOpt = 0,
+    target: PeakTargetOpt = None,
+    peak_gmacs: PeakGmacsOpt = None,
+    top: TopOpt = 10,
+    fmt: FormatOpt = Format.table,
+    output: OutOpt = None,
+) -> None:
+    """Time MODEL on real runtimes side by side; with --profile, where the time goes.
+
+    Each run (runtime x threads x options) is a separate process with a timeout:
+    a runtime that fails, crashes or hangs is reported and the others still run.
+    Exit status 3 when any run failed.
+    """
+    from infercast.bench import bench as run_bench
+    from infercast.bench import plan_runs
+    from infercast.bench import report as rep
+    from infercast.bench.harness import TimingConfig
+    from infercast.bench.inputs import parse_input_files
+    from infercast.bench.progress import BenchProgress
+    from infercast.frontends import parse_input_shapes
+
+    if not model.is_file():
+        raise InfercastError(f"{model}: no such file")
+    shapes = parse_input_shapes(input_shape or [])
+    sweeps: dict[str, list[str]] = {}
+    if ort_opt:
+        sweeps["ort.opt_level"] = split(ort_opt)
+    if xnnpack:
+        sweeps["litert.xnnpack"] = split(xnnpack)
+    if tvm_tune_trials:
+        sweeps["tvm.tune_trials"] = split(tvm_tune_trials)
+    names = split(runtime) or None
+    if names is None and sweeps:
+        names = sorted({k.split(".", 1)[0] for k in sweeps})
+    timing = TimingConfig(
+        warmup_runs=warmup, min_runs=max(min_runs, 1), min_time_s=min_time, max_time_s=max_time
+    )
+    specs = plan_runs(
+        model,
+        names,
+        thread_counts(threads),
+        sweeps,
+        input_shapes=shapes,
+        input_files=parse_input_files(inputs or []),
+        seed=seed,
+        timing=timing,
+        profile=profile,
+        profile_runs=profile_runs,
+        raw_profile_dir=str(save_profile) if save_profile else None,
+        keep_samples=False,
+    )
+    peak = peak_for(target, peak_gmacs, str(model), shapes)
+    bar = BenchProgress(len(specs))
+    try:
+        result = run_bench(specs, timeout_s=timeout, peak_for=peak, on_progress=bar.update)
+    finally:
+        bar.close()
+    if fmt is Format.json:
+        emit(json.dumps(rep.to_dict(result), indent=1), output)
+    elif fmt is Format.csv:
+        emit(rep.to_csv(result), output)
+    else:
+        from rich.console import Group
+
+        render(Group(*rep.render_tables(result, top=top)), output)
+    if result.failed:
+        raise SystemExit(EXIT_NOT_OK)
