@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from infercast._gc import paused_gc
 from infercast.analysis.loops import trip_count
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
@@ -250,6 +251,7 @@ def _complete_cost(sub: Graph) -> OpCost | None:
     return OpCost(macs=result.totals.macs, flops=result.totals.flops)
 
 
+@paused_gc()
 def analyze_graph(graph: Graph) -> Analysis:
     """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
     walker = _Walker(graph)

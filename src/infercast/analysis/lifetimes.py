@@ -64,6 +64,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from infercast._gc import paused_gc
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ops.registry import ops_where, relabels_input
 
@@ -285,6 +286,7 @@ class _Builder:
         return end, outer
 
 
+@paused_gc()
 def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
     """Lifetimes and buffers of every arena tensor of ``graph`` (see module docstring)."""
     b = _Builder(graph)

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from infercast._gc import paused_gc
 from infercast.analysis.lifetimes import (
     Lifetimes,
     TensorLifetime,
@@ -165,6 +166,7 @@ def weight_groups(graph: Graph) -> tuple[WeightGroup, ...]:
     )
 
 
+@paused_gc()
 def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
     """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
     if alignment < 1:
