@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.loops import trip_count
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
@@ -30,7 +31,7 @@ from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
 
 
-@dataclass(frozen=True)
+@record
 class LayerCost:
     subgraph: str
     index: int

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.lifetimes import (
     Lifetimes,
     TensorLifetime,
@@ -43,7 +44,7 @@ from infercast.errors import InfercastError
 from infercast.ir.graph import Graph, Shape
 
 
-@dataclass(frozen=True)
+@record
 class Allocation:
     """One buffer of the plan: where it lies and which tensors live in it."""
 

@@ -11,6 +11,7 @@ rule serves every format.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from infercast.ir.graph import Dim, Tensor
 
@@ -27,16 +28,15 @@ def static_shape(t: Tensor) -> tuple[int, ...]:
     """The tensor's shape with every dimension known, else :class:`ShapeUnknownError`."""
     if not t.is_static:
         raise ShapeUnknownError(t.name)
-    assert t.shape is not None
-    return tuple(int(d) for d in t.shape if d is not None)
+    return tuple(map(int, cast(tuple[int, ...], t.shape)))
 
 
 def numel(t: Tensor) -> int:
     """Element count, else :class:`ShapeUnknownError`."""
-    n = 1
-    for d in static_shape(t):
-        n *= d
-    return n
+    n = t.elements
+    if n is None:
+        raise ShapeUnknownError(t.name)
+    return int(n)
 
 
 @dataclass(frozen=True)
