@@ -199,31 +199,8 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         for b, off in zip(buffers, result.offsets, strict=True)
     )
     timeline = live_bytes_per_step(n_steps, buffers)
-    lower = max(timeline, default=0)
-    p = timeline.index(lower) if timeline else 0
-    by_key = {t.key: t for t in lt.tensors}
-    # per buffer alive at the peak, the tensor that sets its size there
-    alive = sorted(
-        (
-            max(
-                (by_key[k] for k in b.tensors if by_key[k].first <= p <= by_key[k].last),
-                key=lambda t: (t.nbytes, -t.first),
-            )
-            for b in buffers
-            if b.first <= p <= b.last
-        ),
-        key=lambda t: (-t.nbytes, t.first, t.key),
-    )
-    step = lt.steps[p] if lt.steps else None
-    peak = Peak(
-        step=p,
-        graph=step.graph if step else graph.name,
-        node_index=step.node_index if step else -1,
-        node_name=step.node_name if step else "",
-        op=step.op if step else "",
-        live_bytes=lower,
-        tensors=tuple(alive),
-    )
+    peak = _peak(graph, lt, timeline)
+    lower = peak.live_bytes
     notes = list(lt.notes)
     persistent = sum(t.nbytes or 0 for t in lt.persistent)
     if lt.persistent:
@@ -252,6 +229,35 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
         weights=weight_groups(graph),
         persistent_bytes=persistent,
         notes=tuple(notes),
+    )
+
+
+def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
+    """The first step with the most live bytes, and the buffers alive there (for each,
+    the tensor that sets its size at that step), largest first."""
+    lower = max(timeline, default=0)
+    p = timeline.index(lower) if timeline else 0
+    by_key = {t.key: t for t in lt.tensors}
+    alive = sorted(
+        (
+            max(
+                (by_key[k] for k in b.tensors if by_key[k].first <= p <= by_key[k].last),
+                key=lambda t: (t.nbytes, -t.first),
+            )
+            for b in lt.buffers
+            if b.first <= p <= b.last
+        ),
+        key=lambda t: (-t.nbytes, t.first, t.key),
+    )
+    step = lt.steps[p] if lt.steps else None
+    return Peak(
+        step=p,
+        graph=step.graph if step else graph.name,
+        node_index=step.node_index if step else -1,
+        node_name=step.node_name if step else "",
+        op=step.op if step else "",
+        live_bytes=lower,
+        tensors=tuple(alive),
     )
 
 

@@ -19,7 +19,7 @@ import dataclasses
 import mmap
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -331,10 +331,8 @@ def _parse(
         sub_names.append(raw.decode("utf-8", "replace") if raw else f"subgraph_{si}")
     sub_names = [n if sub_names.count(n) == 1 else f"{n}_{i}" for i, n in enumerate(sub_names)]
 
-    graphs = [
-        _subgraph(schema, names, model, si, sub_names, opcodes, buffer_sizes, data, path)
-        for si in range(n_sub)
-    ]
+    reading = _Reading(schema, names, model, sub_names, opcodes, buffer_sizes, path)
+    graphs = [_subgraph(reading, si) for si in range(n_sub)]
     main = graphs[0]
     if input_shapes or any(not main.tensors[n].is_static for n in main.inputs):
         main = _resolve_dynamic(path, data, main, input_shapes)
@@ -372,29 +370,31 @@ def _parse(
     )
 
 
-def _subgraph(
-    schema: Any,
-    names: _Names,
-    model: Any,
-    si: int,
-    sub_names: list[str],
-    opcodes: list[tuple[str, str]],
-    buffer_sizes: list[int],
-    data: bytes | mmap.mmap,
-    path: str,
-) -> Graph:
-    sg = model.Subgraphs(si)
-    n_t = sg.TensorsLength()
-    constants = _Constants(path)
-    seen: set[str] = set()
-    tnames: list[str] = []
-    tensors: dict[str, Tensor] = {}
-    for ti in range(n_t):
-        t = sg.Tensors(ti)
-        raw_name = (t.Name() or b"").decode("utf-8", "replace")
-        name = _unique(raw_name, ti, seen)
-        tnames.append(name)
-        dtype = _dtype(names, t.Type())
+class _Reading:
+    """What reading one subgraph needs: the model, its opcodes and buffers, the names."""
+
+    def __init__(
+        self,
+        schema: Any,
+        names: _Names,
+        model: Any,
+        sub_names: list[str],
+        opcodes: list[tuple[str, str]],
+        buffer_sizes: list[int],
+        path: str,
+    ) -> None:
+        self.schema = schema
+        self.names = names
+        self.model = model
+        self.sub_names = sub_names
+        self.opcodes = opcodes
+        self.buffer_sizes = buffer_sizes
+        self.path = path
+
+    def tensor(self, t: Any, name: str, raw_name: str, constants: _Constants) -> Tensor:
+        """One TFLite tensor: type, shape (dynamic dimensions None), buffer, quantisation."""
+        path, buffer_sizes = self.path, self.buffer_sizes
+        dtype = _dtype(self.names, t.Type())
         shape: tuple[int | None, ...] = (
             tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
         )
@@ -411,54 +411,38 @@ def _subgraph(
             )
         storage = buffer_sizes[bi] if bi < len(buffer_sizes) else 0
         is_const = bi > 0 and storage > 0
-        q = t.Quantization()
-        quant = None
-        if q is not None and q.ScaleLength() > 0:
-            zp = (
-                q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
-            )
-            quant = Quantization(
-                scale=tuple(float(s) for s in q.ScaleAsNumpy()),
-                zero_point=tuple(int(z) for z in zp),
-                axis=int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
-            )
         value = None
         if is_const and dtype in (DType.INT32, DType.INT64) and storage <= 4096 * 8:
-            raw = model.Buffers(bi).DataAsNumpy()
+            raw = self.model.Buffers(bi).DataAsNumpy()
             if isinstance(raw, np.ndarray):
                 arr = raw.view(np.int32 if dtype == DType.INT32 else np.int64)
                 value = arr.copy()
         if is_const:
             constants.entries[name] = (bi, dtype)
-        tensors[name] = Tensor(
+        return Tensor(
             name=name,
             dtype=dtype,
             shape=shape,
             layout="NHWC" if len(shape) == 4 and not is_const else None,
             is_constant=is_const,
             is_variable=bool(t.IsVariable()),
-            quant=quant,
+            quant=_quantization(t.Quantization()),
             storage_bytes=storage if is_const else 0,
             sparse=t.Sparsity() is not None,
             value=value,
         )
 
-    def tname(i: int) -> str:
-        if i < 0:
-            return ""
-        if i >= n_t:
-            raise ModelFileError(
-                f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}"
-            )
-        return tnames[i]
-
-    nodes: list[Node] = []
-    for oi in range(sg.OperatorsLength()):
-        op = sg.Operators(oi)
+    def operator(
+        self, op: Any, oi: int, tname: Callable[[int], str], tensors: Mapping[str, Tensor]
+    ) -> Node:
+        """One operator: canonical op, inputs and outputs by name, options as attributes."""
+        schema, names, sub_names = self.schema, self.names, self.sub_names
         code = op.OpcodeIndex()
-        if not 0 <= code < len(opcodes):
-            raise ModelFileError(f"{path}: operator {oi} uses opcode {code}, which does not exist")
-        native, canonical = opcodes[code]
+        if not 0 <= code < len(self.opcodes):
+            raise ModelFileError(
+                f"{self.path}: operator {oi} uses opcode {code}, which does not exist"
+            )
+        native, canonical = self.opcodes[code]
         ins = tuple(tname(int(i)) for i in op.InputsAsNumpy()) if op.InputsLength() else ()
         outs = tuple(tname(int(i)) for i in op.OutputsAsNumpy()) if op.OutputsLength() else ()
         attrs: dict[str, Any] = {}
@@ -489,17 +473,59 @@ def _subgraph(
         attrs.update(called_by_role)  # e.g. cond_subgraph / body_subgraph -> name
         called = tuple(called_by_role.values())
         name = outs[0] if outs else f"{native.lower()}_{oi}"
-        nodes.append(Node(oi, name, canonical, native, ins, outs, attrs, called))
+        return Node(oi, name, canonical, native, ins, outs, attrs, called)
 
+
+def _quantization(q: Any) -> Quantization | None:
+    if q is None or q.ScaleLength() == 0:
+        return None
+    zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+    return Quantization(
+        scale=tuple(float(s) for s in q.ScaleAsNumpy()),
+        zero_point=tuple(int(z) for z in zp),
+        axis=int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
+    )
+
+
+def _subgraph(reading: _Reading, si: int) -> Graph:
+    """Subgraph ``si`` of the model as a :class:`Graph`."""
+    path = reading.path
+    sg = reading.model.Subgraphs(si)
+    n_t = sg.TensorsLength()
+    constants = _Constants(path)
+    seen: set[str] = set()
+    tnames: list[str] = []
+    tensors: dict[str, Tensor] = {}
+    for ti in range(n_t):
+        t = sg.Tensors(ti)
+        raw_name = (t.Name() or b"").decode("utf-8", "replace")
+        name = _unique(raw_name, ti, seen)
+        tnames.append(name)
+        tensors[name] = reading.tensor(t, name, raw_name, constants)
+
+    def tname(i: int) -> str:
+        if i < 0:
+            return ""
+        if i >= n_t:
+            raise ModelFileError(
+                f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}"
+            )
+        return tnames[i]
+
+    nodes = [
+        reading.operator(sg.Operators(oi), oi, tname, tensors) for oi in range(sg.OperatorsLength())
+    ]
     nodes, tensors = _fold_constants(nodes, tensors)
     inputs = tuple(tname(int(i)) for i in sg.InputsAsNumpy()) if sg.InputsLength() else ()
     outputs = tuple(tname(int(i)) for i in sg.OutputsAsNumpy()) if sg.OutputsLength() else ()
     notes = []
     var_ops = [n for n in nodes if n.op in ("var_handle", "read_variable", "assign_variable")]
     if var_ops:
-        notes.append(f"resource variables: {len(var_ops)} variable ops in subgraph {sub_names[si]}")
+        notes.append(
+            f"resource variables: {len(var_ops)} variable ops in subgraph {reading.sub_names[si]}"
+        )
     return Graph(
-        name=sub_names[si],
+        name=reading.sub_names[si],
         format="tflite",
         layout="NHWC",
         tensors=tensors,
