@@ -46,10 +46,13 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import forecast_models  # noqa: E402
 from build_fixtures import ensure  # noqa: E402
-from infercast.estimate import estimate  # noqa: E402
+from infercast import estimate  # noqa: E402
+from infercast import validate as validate_models  # noqa: E402
 from infercast.estimate.calibrate import calibrate_runtime, calibrated_toml  # noqa: E402
 from infercast.estimate.fit import FitResult, Sample, fit_params, predict  # noqa: E402
-from infercast.estimate.validate import metrics, validate  # noqa: E402
+from infercast.estimate.validate import metrics  # noqa: E402
+from infercast.report.calibration import to_dict as calibration_dict  # noqa: E402
+from infercast.report.validation import metrics_dict, row_dict  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
 from infercast.targets.schema import Target  # noqa: E402
 
@@ -103,7 +106,7 @@ def host(runtime: str, threads: int, cal_budget: float, val_budget: float) -> di
     target = load_target(str(path))
     uncal = load_target("host")
     models = host_models(runtime)
-    v = validate(target, models, threads=threads, budget_s=val_budget)
+    v = validate_models(models, target, threads=threads, budget_s=val_budget)
     print(
         f"\n{'model':32s} {'runtime':7s} {'thr':>3s} {'forecast ms':>11s} {'measured ms':>11s}"
         f" {'error':>7s}   {'uncal. error':>12s}"
@@ -117,7 +120,7 @@ def host(runtime: str, threads: int, cal_budget: float, val_budget: float) -> di
             f"{Path(r.model).name:32s} {r.runtime:7s} {r.threads:3d} {_ms(r.forecast_s):>11s} "
             f"{_ms(r.measured_s):>11s} {r.error:+7.1%}   {u / r.measured_s - 1:+12.1%}"
         )
-        rows.append({**r.to_dict(), "uncalibrated_forecast_s": u})
+        rows.append({**row_dict(r), "uncalibrated_forecast_s": u})
     m = v.metrics
     mu = metrics(uncal_pairs)
     print(
@@ -132,10 +135,10 @@ def host(runtime: str, threads: int, cal_budget: float, val_budget: float) -> di
     return {
         "runtime": runtime,
         "threads": threads,
-        "calibration": cal.summary(),
+        "calibration": calibration_dict(cal),
         "rows": rows,
-        "metrics": m.to_dict(),
-        "uncalibrated_metrics": mu.to_dict(),
+        "metrics": metrics_dict(m),
+        "uncalibrated_metrics": metrics_dict(mu),
     }
 
 

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "src"))
 from build_fixtures import ensure  # noqa: E402
-from infercast.analysis.cost import analyze  # noqa: E402
+from infercast import analyze  # noqa: E402
 from infercast.bench import bench  # noqa: E402
 from infercast.bench.harness import RunSpec, TimingConfig, measure  # noqa: E402
 from infercast.bench.inputs import make_inputs  # noqa: E402
@@ -146,7 +146,8 @@ def main() -> int:
     print(hdr)
     print("-" * len(hdr))
     for model, runtime in cases:
-        macs = analyze(model).totals.macs
+        analysis = analyze(model)
+        macs = analysis.totals.macs
         hm, bm, ratio = fidelity(runtime, model, args.threads, blocks, block_s)
         spec = RunSpec(
             str(model),
@@ -157,7 +158,7 @@ def main() -> int:
             profile_runs=10 if args.quick else 20,
             keep_samples=False,
         )
-        rep = bench([spec], timeout_s=900)
+        rep = bench([spec], timeout_s=900, analysis=analysis)
         r = rep.runs[0]
         if not r.ok or r.summary is None:
             print(f"{model.name:32} {runtime:6} FAILED: {r.error}")

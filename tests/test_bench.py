@@ -19,6 +19,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from infercast.analysis.cost import analyze_graph
 from infercast.bench import bench, plan_runs
 from infercast.bench.harness import RunSpec, TimingConfig, run_isolated
 from infercast.bench.inputs import InputError, InputSpec, make_inputs
@@ -131,7 +132,7 @@ def test_litert_xnnpack_on_off_and_single_op_profile(edge_dir: Path) -> None:
         profile=True,
         profile_runs=10,
     )
-    rep = bench(specs, timeout_s=120)
+    rep = bench(specs, timeout_s=120, analysis=analyze_graph(g))
     assert [r.resolved_options["xnnpack"] for r in rep.runs] == [True, False]
     assert all(r.ok for r in rep.runs), [r.error for r in rep.runs]
     for r in rep.runs:
@@ -172,11 +173,13 @@ def test_tvm_compile_run_and_profile(edge_dir: Path) -> None:
     assert p is not None and p.source == "tvm_vm_instrument"
     # Calls are timed inside the timed run: their sum cannot exceed it.
     assert p.whole_s is not None and p.ops_total_s <= p.whole_s * 1.001
+    g = load(model)
     rep_join = bench(
-        [RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=3)], timeout_s=300
+        [RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=3)],
+        timeout_s=300,
+        analysis=analyze_graph(g),
     ).joins[0]
     by_layer = {i: row for row in rep_join.rows for i in row.layers}
-    g = load(model)
     heavy = [n for n in g.nodes if n.native_op in ("Conv", "ConvTranspose", "MatMul")]
     assert heavy and all(n.index in by_layer for n in heavy)
     assert all(by_layer[n.index].mapping == "order" for n in heavy)

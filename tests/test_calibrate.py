@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from infercast import estimate
 from infercast.cli import main
-from infercast.estimate import estimate
 from infercast.estimate.calibrate import (
     CalibrationResult,
     calibrate_profiles,
@@ -155,12 +155,29 @@ def _ort_profile(model: Path, tmp: Path, runs: int = 15) -> Path:
     return Path(sess.end_profiling())
 
 
+def _steady(path: Path) -> Path:
+    """The real ORT trace with every node's kernel time made the same in every run
+    (its own median): the fit then sees the profile's throughput exactly, whatever
+    else loaded the machine while it was taken (an assertion of the mechanics; the
+    accuracy against the clock is bench/'s business)."""
+    events = json.loads(path.read_text())
+    durs: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time"):
+            durs.setdefault(e["name"], []).append(float(e["dur"]))
+    for e in events:
+        if e.get("name") in durs:
+            e["dur"] = float(np.median(durs[e["name"]]))
+    path.write_text(json.dumps(events))
+    return path
+
+
 @pytest.mark.slow
 def test_from_profile_reproduces_the_profiles_own_throughput(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = _convs_model(tmp_path)
-    prof_path = _ort_profile(model, tmp_path)
+    prof_path = _steady(_ort_profile(model, tmp_path))
     profile = read_profile(prof_path)
     res = calibrate_profiles(load_target("host"), [(model, prof_path)])
     f = res.fit

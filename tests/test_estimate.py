@@ -12,8 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from infercast import estimate
 from infercast.cli import main
-from infercast.estimate import estimate
 from infercast.estimate.fusion import elided_transposes, kernels
 from infercast.frontends import load
 from infercast.targets import load_target

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from infercast.estimate import estimate
+from infercast import estimate
 from infercast.targets import load_target
 
 TARGETS = ("host", "k210-kpu", "rpi4-cpu", "edgetpu-usb", "ethos-u55-128")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from infercast.analysis.cost import analyze
-from infercast.analysis.memory import MemoryAnalysis, plan_graph, plan_memory
+from infercast import analyze, plan_memory
+from infercast.analysis.memory import MemoryAnalysis, plan_graph
 from infercast.cli import main
 from infercast.frontends import load
 from infercast.ir.dtypes import DType

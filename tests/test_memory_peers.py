@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from infercast.analysis.memory import plan_memory
+from infercast import plan_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

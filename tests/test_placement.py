@@ -7,6 +7,7 @@ target files cite, never copied from infercast's output.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -16,9 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from infercast import check as place
 from infercast.analysis.memory import plan_graph
 from infercast.cli import main
-from infercast.targets import load_target, place
+from infercast.report.placement import crossings_dict, fit_dict
+from infercast.targets import load_target
+from infercast.targets import place as place_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import write_all
@@ -248,7 +252,7 @@ def test_vx_fallback_in_the_middle_costs_two_crossings(edge_dir: Path) -> None:
     report = place(edge_dir / "gru.tflite", "imx8mp-npu-vx")
     assert [ly.placement for ly in report.layers] == ["accelerator", "cpu", "accelerator"]
     assert [s.processor for s in report.segments] == ["accelerator", "cpu", "accelerator"]
-    c = report.crossings_dict()
+    c = crossings_dict(report)
     assert c["count"] == 2 and c["bytes"] == 10 * 1 * 8 * 4 + 1 * 1 * 16 * 4
     assert c["switches"] == 2
     # Model input (1x10x8) in and output (1x16) out, both fp32.
@@ -293,7 +297,7 @@ def test_edgetpu_one_segment_unless_multi(_craft: dict[str, Path], tmp_path: Pat
     assert [r.check for r in p["pad_channels"].reasons] == ["pad_spatial_only"]  # falls back anyway
     assert [r.check for r in p["conv_d"].reasons] == ["single_segment"]
     assert [s.processor for s in single.segments] == ["accelerator", "cpu"]
-    c = single.crossings_dict()
+    c = crossings_dict(single)
     assert c["count"] == 1 and c["bytes"] == 1 * 8 * 16 * 8  # slice_s1's output
     f = tmp_path / "edgetpu-usb-multi.toml"
     f.write_text('extends = "edgetpu-usb"\n[placement]\nsegments = "multi"\n')
@@ -308,7 +312,7 @@ def test_edgetpu_one_segment_unless_multi(_craft: dict[str, Path], tmp_path: Pat
         "cpu",
         "accelerator",
     ]
-    c = multi.crossings_dict()
+    c = crossings_dict(multi)
     # slice_s1 out (8x16x8), slice_s2 out (4x8x8), conv_c out (4x8x8), pad_channels out (4x8x10)
     assert c["count"] == 4 and c["bytes"] == 8 * 16 * 8 + 4 * 8 * 8 + 4 * 8 * 8 + 4 * 8 * 10
     assert len(multi.segments) == 5
@@ -324,7 +328,7 @@ def test_edgetpu_parameters_beyond_the_cache_are_streamed(keras_dir: Path) -> No
     fit = report.fit["parameter_cache"]
     assert fit.required_bytes == weights
     assert not fit.fits and fit.on_overflow == "stream" and not fit.blocking
-    assert fit.to_dict()["streamed_bytes"] == weights - 8346664
+    assert fit_dict(fit)["streamed_bytes"] == weights - 8346664
     assert report.exit_code == 0
 
 
@@ -354,11 +358,16 @@ def test_peak_of_a_chain_is_the_largest_in_plus_out(keras_dir: Path) -> None:
     assert memory.arena_bytes == memory.lower_bound_bytes
 
 
-def test_planner_can_be_plugged_in(keras_dir: Path) -> None:
-    model = keras_dir / "mobilenet_v1_int8.tflite"
-    base = place(model, "ethos-u65-256")
+def test_a_memory_plan_given_is_the_one_placement_uses(keras_dir: Path) -> None:
+    from infercast.frontends import load
+
+    g = load(keras_dir / "mobilenet_v1_int8.tflite")
+    target = load_target("ethos-u65-256")
+    plan = plan_graph(g)
+    base = place_graph(g, target, memory=plan)
+    assert base.fit["dram"].parts["activations_bytes"] == plan.arena_bytes
     assert base.fit["dram"].fits
-    huge = place(model, "ethos-u65-256", peak_activation_bytes=lambda g: 2**40)
+    huge = place_graph(g, target, memory=dataclasses.replace(plan, arena_bytes=2**40))
     assert huge.fit["dram"].parts["activations_bytes"] == 2**40 and not huge.fits
 
 

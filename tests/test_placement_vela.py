@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from infercast.targets import load_target, place
+from infercast import check as place
+from infercast.targets import load_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import (

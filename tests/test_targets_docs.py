@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from infercast.report.target_docs import render, render_all
 from infercast.targets import builtin_names, load_target
-from infercast.targets.docs import render, render_all
 
 REPO = Path(__file__).resolve().parents[1]
 

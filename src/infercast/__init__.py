@@ -1,33 +1,82 @@
 """infercast: how a neural network will fit and run on an edge device, before deployment.
 
-Public API::
+Public API (:mod:`infercast.api`), every function on a path or a loaded graph::
 
     import infercast
-    graph = infercast.load("model.tflite")          # Graph (IR)
-    result = infercast.analyze("model.onnx")         # Analysis: per-layer MACs, FLOPs, bytes
+    graph = infercast.load("model.tflite")              # Graph (IR)
+    result = infercast.analyze(graph)                    # per-layer MACs, FLOPs, bytes
     result.totals.macs, result.layers[0].flops
+    rows = result.to_records()                           # one flat dict per layer
+    doc = result.to_dict()                               # the infercast.analysis/1 JSON
+    infercast.plan_memory(graph).arena_bytes
+    infercast.check(graph, "ethos-u55-128").exit_code
+    infercast.estimate(graph, "rpi4-cpu", analysis=result).latency_s
+
+``infercast.estimate`` and ``infercast.bench`` are the functions; the packages of
+the same names are reached with ``from infercast.estimate.forecast import ...``.
 """
 
-from infercast.analysis.cost import Analysis, LayerCost, Totals, analyze
+# infercast.api imports the subpackages infercast.bench and infercast.estimate first, so
+# the functions of the same names bound here are what stays.
+from infercast._version import __version__
+from infercast.analysis.cost import Analysis, LayerCost, Totals
+from infercast.api import (
+    AnalysisResult,
+    BenchResult,
+    Calibration,
+    CheckResult,
+    EstimateResult,
+    MemoryPlan,
+    ProfileResult,
+    TargetList,
+    ValidationResult,
+    analyze,
+    bench,
+    calibrate,
+    check,
+    estimate,
+    list_targets,
+    load,
+    plan_memory,
+    profile_import,
+    validate,
+)
 from infercast.errors import InfercastError, ModelFileError, SymbolicShapeError
-from infercast.frontends import load
 from infercast.ir import DType, Graph, Node, Quantization, Tensor
-
-__version__ = "0.1.0"
+from infercast.targets import Target, load_target
 
 __all__ = [
     "Analysis",
+    "AnalysisResult",
+    "BenchResult",
+    "Calibration",
+    "CheckResult",
     "DType",
+    "EstimateResult",
     "Graph",
     "InfercastError",
     "LayerCost",
+    "MemoryPlan",
     "ModelFileError",
     "Node",
+    "ProfileResult",
     "Quantization",
     "SymbolicShapeError",
+    "Target",
+    "TargetList",
     "Tensor",
     "Totals",
+    "ValidationResult",
     "__version__",
     "analyze",
+    "bench",
+    "calibrate",
+    "check",
+    "estimate",
+    "list_targets",
     "load",
+    "load_target",
+    "plan_memory",
+    "profile_import",
+    "validate",
 ]

@@ -18,9 +18,7 @@ Conventions (stated in every output):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from infercast._gc import paused_gc
 from infercast._records import record
@@ -309,12 +307,3 @@ def analyze_graph(graph: Graph) -> Analysis:
             "the totals exclude them"
         )
     return Analysis(graph, tuple(layers), totals, unsup, tuple(notes))
-
-
-def analyze(model: str | Path | Graph, input_shapes: Mapping[str, Shape] | None = None) -> Analysis:
-    """Load ``model`` (a path or an already-loaded :class:`Graph`) and analyse it."""
-    if isinstance(model, Graph):
-        return analyze_graph(model)
-    from infercast.frontends import load
-
-    return analyze_graph(load(model, input_shapes))

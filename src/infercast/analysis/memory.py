@@ -1,6 +1,6 @@
 """Memory: activation lifetimes, the arena plan, the peak, and weight bytes.
 
-``plan_memory(model)`` answers "will it fit" before deployment:
+:func:`plan_graph` answers "will it fit" before deployment:
 
 * **activation_lower_bound_bytes** — the largest total size of tensors alive
   at the same step (no arena can be smaller), and where it occurs: the step,
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from infercast._gc import paused_gc
 from infercast._records import record
@@ -41,7 +40,7 @@ from infercast.analysis.lifetimes import (
 )
 from infercast.analysis.planner import align_up, plan_offsets
 from infercast.errors import InfercastError
-from infercast.ir.graph import Graph, Shape
+from infercast.ir.graph import Graph
 
 
 @record
@@ -167,77 +166,12 @@ def weight_groups(graph: Graph) -> tuple[WeightGroup, ...]:
     )
 
 
-@paused_gc()
-def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
-    """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
-    if alignment < 1:
-        raise InfercastError(
-            f"the arena alignment must be a positive number of bytes, not {alignment}",
-            "use --alignment 16 (TFLite Micro) or 1 for none",
-        )
-    lt = compute_lifetimes(graph, in_place=in_place)
-    n_steps = len(lt.steps)
-    buffers = lt.buffers
-    result = plan_offsets(
-        [b.nbytes for b in buffers],
-        [b.first for b in buffers],
-        [b.last for b in buffers],
-        alignment=alignment,
-        segments=[b.segments for b in buffers],
-    )
-    allocations = tuple(
-        Allocation(
-            b.key,
-            off,
-            b.nbytes,
-            align_up(b.nbytes, alignment),
-            b.first,
-            b.last,
-            b.tensors,
-            b.segments,
-        )
-        for b, off in zip(buffers, result.offsets, strict=True)
-    )
-    timeline = live_bytes_per_step(n_steps, buffers)
-    peak = _peak(graph, lt, timeline)
-    lower = peak.live_bytes
-    notes = list(lt.notes)
-    persistent = sum(t.nbytes or 0 for t in lt.persistent)
-    if lt.persistent:
-        notes.append(
-            f"{len(lt.persistent)} variable tensor(s), {persistent:,} B, persist across "
-            "invocations outside the arena"
-        )
-    if in_place:
-        notes.append(
-            "in-place mode: elementwise and depthwise ops write over an input that dies "
-            "there (not what TFLite Micro's default planner does)"
-        )
-    return MemoryAnalysis(
-        graph=graph,
-        lifetimes=lt,
-        alignment=alignment,
-        in_place=in_place,
-        lower_bound_bytes=lower,
-        aligned_lower_bound_bytes=result.lower_bound_bytes,
-        peak=peak,
-        allocations=allocations,
-        arena_bytes=result.arena_bytes,
-        strategy=result.strategy,
-        strategies=result.tried,
-        timeline=tuple(timeline),
-        weights=weight_groups(graph),
-        persistent_bytes=persistent,
-        notes=tuple(notes),
-    )
-
-
 def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
-    """The first step with the most live bytes, and the buffers alive there (for each,
-    the tensor that sets its size at that step), largest first."""
+    """The first step with the most live bytes, and the buffers alive there."""
     lower = max(timeline, default=0)
     p = timeline.index(lower) if timeline else 0
     by_key = {t.key: t for t in lt.tensors}
+    # per buffer alive at the peak, the tensor that sets its size there
     alive = sorted(
         (
             max(
@@ -261,16 +195,64 @@ def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
     )
 
 
-def plan_memory(
-    model: str | Path | Graph,
-    input_shapes: Mapping[str, Shape] | None = None,
-    *,
-    alignment: int = 16,
-    in_place: bool = False,
-) -> MemoryAnalysis:
-    """Load ``model`` (a path or a :class:`Graph`) and analyse its memory."""
-    if isinstance(model, Graph):
-        return plan_graph(model, alignment=alignment, in_place=in_place)
-    from infercast.frontends import load
-
-    return plan_graph(load(model, input_shapes), alignment=alignment, in_place=in_place)
+@paused_gc()
+def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
+    """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
+    if alignment < 1:
+        raise InfercastError(
+            f"the arena alignment must be a positive number of bytes, not {alignment}",
+            "use --alignment 16 (TFLite Micro) or 1 for none",
+        )
+    lt = compute_lifetimes(graph, in_place=in_place)
+    buffers = lt.buffers
+    result = plan_offsets(
+        [b.nbytes for b in buffers],
+        [b.first for b in buffers],
+        [b.last for b in buffers],
+        alignment=alignment,
+        segments=[b.segments for b in buffers],
+    )
+    allocations = tuple(
+        Allocation(
+            b.key,
+            off,
+            b.nbytes,
+            align_up(b.nbytes, alignment),
+            b.first,
+            b.last,
+            b.tensors,
+            b.segments,
+        )
+        for b, off in zip(buffers, result.offsets, strict=True)
+    )
+    timeline = live_bytes_per_step(len(lt.steps), buffers)
+    peak = _peak(graph, lt, timeline)
+    persistent = sum(t.nbytes or 0 for t in lt.persistent)
+    notes = list(lt.notes)
+    if lt.persistent:
+        notes.append(
+            f"{len(lt.persistent)} variable tensor(s), {persistent:,} B, persist across "
+            "invocations outside the arena"
+        )
+    if in_place:
+        notes.append(
+            "in-place mode: elementwise and depthwise ops write over an input that dies "
+            "there (not what TFLite Micro's default planner does)"
+        )
+    return MemoryAnalysis(
+        graph=graph,
+        lifetimes=lt,
+        alignment=alignment,
+        in_place=in_place,
+        lower_bound_bytes=peak.live_bytes,
+        aligned_lower_bound_bytes=result.lower_bound_bytes,
+        peak=peak,
+        allocations=allocations,
+        arena_bytes=result.arena_bytes,
+        strategy=result.strategy,
+        strategies=result.tried,
+        timeline=tuple(timeline),
+        weights=weight_groups(graph),
+        persistent_bytes=persistent,
+        notes=tuple(notes),
+    )

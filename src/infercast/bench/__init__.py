@@ -3,7 +3,8 @@ static cost.
 
 * :func:`plan_runs` -- the runs of one command: runtimes x threads x runtime options;
 * :func:`bench` -- run them, each in its own worker process with a timeout;
-  join each per-op profile with :func:`infercast.analysis.cost.analyze`'s figures;
+  join each per-op profile with the model's static cost (an
+  :class:`~infercast.analysis.cost.Analysis`);
 * :mod:`infercast.bench.profiles` -- ONNX Runtime JSON, TFLite ``benchmark_model``
   text / CSV and TVM debug-executor importers;
 * :mod:`infercast.bench.join` -- achieved MAC/s, shares, hotspots, % of a peak.
@@ -17,12 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infercast.analysis.cost import Analysis
 from infercast.bench.harness import RunResult, RunSpec, TimingConfig, run_isolated
 from infercast.bench.join import Joined, join
 from infercast.bench.runtimes import RuntimeOptionError, get_runtime, resolve_options
 from infercast.errors import InfercastError
 
-__all__ = ["BenchReport", "RunResult", "RunSpec", "TimingConfig", "bench", "plan_runs"]
+__all__ = [
+    "BenchReport",
+    "RunResult",
+    "RunSpec",
+    "TimingConfig",
+    "assemble",
+    "bench",
+    "plan_runs",
+]
 
 DEFAULT_RUNTIME = {"onnx": "ort", "tflite": "litert"}
 
@@ -100,7 +110,9 @@ class BenchReport:
 
     @property
     def failed(self) -> list[RunResult]:
-        return [r for r in self.runs if not r.ok]
+        """Runs that failed, including a run whose requested profile failed (the
+        timing alone is not what was asked for)."""
+        return [r for r in self.runs if not r.ok or (r.spec.profile and r.profile_error)]
 
 
 def bench(
@@ -110,15 +122,16 @@ def bench(
     peak_for: Callable[[RunSpec], float | None] | None = None,
     on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
     on_done: Callable[[int, RunResult], None] | None = None,
-    analyze_model: bool = True,
+    analysis: Analysis | None = None,
+    notes: Sequence[str] = (),
 ) -> BenchReport:
-    """Run every spec in isolation, then join each profile with the static cost."""
+    """Run every spec in isolation, then join each profile with ``analysis``, the static
+    cost of the model (without it: no MAC/s figures). ``notes`` go into the report."""
     from infercast.bench.env import environment
 
     if not specs:
         raise InfercastError("nothing to run")
-    model = specs[0].model
-    fmt = model_format(model)
+    model_format(specs[0].model)
     results: list[RunResult] = []
     for i, spec in enumerate(specs):
         cb = None
@@ -131,15 +144,29 @@ def bench(
         results.append(res)
         if on_done is not None:
             on_done(i, res)
-    analysis = None
-    notes: list[str] = []
-    if analyze_model:
-        from infercast.analysis.cost import analyze
+    return assemble(
+        specs,
+        results,
+        environment(),
+        timeout_s,
+        peak_for=peak_for,
+        analysis=analysis,
+        notes=notes,
+    )
 
-        try:
-            analysis = analyze(model, dict(specs[0].input_shapes) or None)
-        except InfercastError as exc:
-            notes.append(f"static cost unavailable, no MAC/s figures: {exc}")
+
+def assemble(
+    specs: Sequence[RunSpec],
+    results: Sequence[RunResult],
+    environment: Mapping[str, Any],
+    timeout_s: float,
+    *,
+    peak_for: Callable[[RunSpec], float | None] | None = None,
+    analysis: Analysis | None = None,
+    notes: Sequence[str] = (),
+) -> BenchReport:
+    """A :class:`BenchReport` of finished runs: each profile joined with ``analysis``."""
+    model = specs[0].model
     joins: dict[int, Joined] = {}
     peaks: dict[int, float | None] = {}
     for i, res in enumerate(results):
@@ -154,8 +181,8 @@ def bench(
             )
     return BenchReport(
         model=model,
-        format=fmt,
-        environment=environment(),
+        format=model_format(model),
+        environment=environment,
         runs=tuple(results),
         joins=joins,
         total_macs=analysis.totals.macs if analysis else None,

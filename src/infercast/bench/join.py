@@ -2,7 +2,7 @@
 
 One row per *measured unit* (a kernel, a fused kernel, a single-op model): its
 time, the model layers it covers (see :mod:`infercast.bench.profiles.base`),
-their MACs and FLOPs from :func:`infercast.analysis.cost.analyze`, and
+their MACs and FLOPs from the model's :class:`~infercast.analysis.cost.Analysis`, and
 
 * ``achieved_macs_per_s = macs / measured_s`` (and FLOP/s alike);
 * ``share`` -- the row's part of the summed per-op time;
@@ -26,6 +26,7 @@ from infercast.analysis.cost import Analysis, LayerCost
 from infercast.bench.profiles.base import OpTime, Profile, absorb_fused, map_profile
 from infercast.errors import InfercastError
 from infercast.ir.graph import Graph
+from infercast.targets.schema import Target
 
 INTERNAL = "delegate internal"
 
@@ -48,26 +49,6 @@ class JoinedRow:
     provider: str = ""
     count: int = 1
     note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "op": self.op,
-            "measured_s": self.measured_s,
-            "share": self.share,
-            "macs": self.macs,
-            "flops": self.flops,
-            "achieved_macs_per_s": self.achieved_macs_per_s,
-            "achieved_flops_per_s": self.achieved_flops_per_s,
-            "pct_of_peak": self.pct_of_peak,
-            "layers": list(self.layers),
-            "layer_names": list(self.layer_names),
-            "mapping": self.mapping,
-            "provider": self.provider,
-            "count": self.count,
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True)
@@ -122,32 +103,6 @@ class Joined:
     def hotspots(self, n: int = 5) -> list[JoinedRow]:
         rows = [r for r in self.rows if r.provider != INTERNAL]
         return sorted(rows, key=lambda r: r.measured_s, reverse=True)[:n]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "whole_s": self.whole_s,
-            "profile_whole_s": self.profile_whole_s,
-            "ops_total_s": self.ops_total_s,
-            "sum_vs_whole": self.sum_vs_whole,
-            "sum_vs_profile_whole": self.sum_vs_profile_whole,
-            "mapped_share": self.mapped_share,
-            "total_macs": self.total_macs,
-            "total_flops": self.total_flops,
-            "achieved_macs_per_s": self.achieved_macs_per_s,
-            "achieved_flops_per_s": self.achieved_flops_per_s,
-            "peak_macs_per_s": self.peak_macs_per_s,
-            "pct_of_peak": self.pct_of_peak,
-            "runs": self.runs,
-            "statistic": self.statistic,
-            "outside": self.outside,
-            "notes": list(self.notes),
-            "hotspots": [r.name for r in self.hotspots()],
-            "unaccounted_layers": [
-                {"index": u.index, "name": u.name, "op": u.op, "macs": u.macs, "status": u.status}
-                for u in self.unaccounted
-            ],
-        }
 
 
 def map_to_model(profile: Profile, graph: Graph) -> tuple[Profile, list[int], list[str]]:
@@ -306,23 +261,19 @@ def model_compute_dtype(analysis: Analysis) -> str:
     return "fp32"
 
 
-def target_peak_macs_per_s(target: str, dtype: str, threads: int | None = None) -> float:
+def target_peak_macs_per_s(target: Target, dtype: str, threads: int | None = None) -> float:
     """Peak MAC/s of ``target``'s accelerator (else its CPU) for ``dtype``.
 
     For a CPU unit and a run limited to ``threads`` threads, the peak is scaled by
-    ``threads / cores``: one thread cannot use the other cores. The lead wires
-    ``--target`` to this; the join itself takes the plain number.
+    ``threads / cores``: one thread cannot use the other cores.
     """
-    from infercast.targets import load_target
-
-    t = load_target(target)
-    unit = t.accelerator or t.fallback
+    unit = target.accelerator or target.fallback
     peak_ops = unit.peak(dtype)
     if peak_ops is None:
         peak_ops = unit.peak("fp32")
     if peak_ops is None:
         raise InfercastError(
-            f"target '{target}' states no peak for {dtype} on {unit.name}",
+            f"target '{target.name}' states no peak for {dtype} on {unit.name}",
             "add peak_<dtype>_ops_per_s to its [units] table",
         )
     peak = peak_ops / 2.0

@@ -26,6 +26,7 @@ from typer.exceptions import TyperException
 from infercast.cli import analyze, bench, calibrate, check, estimate, profile, targets, validate
 from infercast.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 from infercast.errors import InfercastError
+from infercast.report.text import one_line
 
 app = typer.Typer(
     name="infercast",
@@ -53,32 +54,36 @@ app.add_typer(profile.app, name="profile")
 EXIT_INTERRUPTED = 130
 
 
+def _say(message: str) -> None:
+    """One line on stderr: model strings in ``message`` escaped, line breaks included."""
+    print(f"infercast: {one_line(message)}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the app on ``argv``; every error becomes one line on stderr and an exit code."""
     try:
         rv = app(args=argv, standalone_mode=False)
     except InfercastError as exc:
-        print(f"infercast: error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("infercast: interrupted", file=sys.stderr)
+        _say("interrupted")
         return EXIT_INTERRUPTED
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_INTERNAL
     except typer.Abort:
-        print("infercast: aborted", file=sys.stderr)
+        _say("aborted")
         return EXIT_INTERNAL
     except TyperException as exc:
         # Usage errors of the option parser (the help it printed, when the message is empty).
         message = exc.format_message()
         if message:
-            print(f"infercast: error: {message}", file=sys.stderr)
+            _say(f"error: {message}")
         return EXIT_BAD_INPUT
     except Exception as exc:
-        print(
-            f"infercast: internal error: {type(exc).__name__}: {exc} "
-            "(this is a bug in infercast; please report it with the model)",
-            file=sys.stderr,
+        _say(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(this is a bug in infercast; please report it with the model)"
         )
         return EXIT_INTERNAL
     return rv if isinstance(rv, int) else EXIT_OK

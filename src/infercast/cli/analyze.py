@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infercast.cli.common import (
-    EXIT_INCOMPLETE,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    emit,
-    render,
+    Output,
+    exit_if_incomplete,
 )
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
-    from infercast.analysis.cost import Analysis
+    from infercast.api import AnalysisResult, EstimateResult, MemoryPlan
 
 MemoryPlanOpt = Annotated[
     bool,
@@ -62,75 +59,67 @@ def analyze(
     in_place: InPlaceOpt = False,
     target: ForecastTargetOpt = None,
 ) -> None:
-    """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL."""
-    from infercast.analysis.cost import analyze as run
-    from infercast.analysis.memory import plan_graph
+    """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL.
+
+    Exit status 4 when some layer's cost is unknown (the output says which).
+    """
+    import infercast.api as api
     from infercast.frontends import parse_input_shapes
-    from infercast.report import analysis as rep
+    from infercast.report.analysis import incomplete_message
 
     if alignment < 1:
         raise InfercastError(
             f"--alignment must be a positive number of bytes, not {alignment}",
             "use --alignment 16 (TFLite Micro) or 1 for none",
         )
-    result = run(model, parse_input_shapes(input_shape or []))
-    memory = plan_graph(result.graph, alignment=alignment, in_place=in_place)
+    tgt = api.load_target(target) if target is not None and not memory_plan else None
+    out = Output(output, [model, *(tgt.chain if tgt else ())])
+    graph = api.load(model, parse_input_shapes(input_shape or []))
+    memory = api.plan_memory(graph, alignment=alignment, in_place=in_place)
     if memory_plan:
-        from infercast.analysis import memory_export as mx
-
-        if fmt is Format.json:
-            emit(json.dumps(mx.plan_dict(memory), indent=1), output)
-        elif fmt is Format.csv:
-            emit(mx.plan_csv(memory), output)
-        else:
-            render(mx.render_plan(memory), output)
+        _render_plan(memory, fmt, out)
         return
+    result = api.analyze(graph, memory=memory)
     forecast = None
-    if target is not None:
-        from infercast.estimate import estimate as run_forecast
-        from infercast.targets import load_target
+    if tgt is not None:
+        forecast = api.estimate(graph, tgt, analysis=result, memory=memory)
+    _render(result, forecast, fmt, out)
+    exit_if_incomplete(incomplete_message(result))
 
-        forecast = run_forecast(result.graph, load_target(target))
+
+def _render_plan(memory: MemoryPlan, fmt: Format, out: Output) -> None:
+    from infercast.report import memory as rep
+
     if fmt is Format.json:
-        doc = rep.to_dict(result, memory)
-        if forecast is not None:
-            from infercast.report import estimate as est_rep
-
-            doc["forecast"] = est_rep.to_dict(forecast)
-        emit(json.dumps(doc, indent=1), output)
+        out.json(memory.to_dict())
     elif fmt is Format.csv:
-        text = rep.to_csv(result, memory)
-        if forecast is not None:
-            from infercast.report import estimate as est_rep
+        out.text(rep.plan_csv(memory))
+    else:
+        out.rich(rep.render_plan(memory))
 
-            text = est_rep.join_csv(text, forecast)
-        emit(text, output)
+
+def _render(
+    result: AnalysisResult, forecast: EstimateResult | None, fmt: Format, out: Output
+) -> None:
+    from infercast.report import analysis as rep
+    from infercast.report import estimate as est_rep
+    from infercast.report.text import csv_text
+
+    if fmt is Format.json:
+        doc: dict[str, Any] = result.to_dict()
+        if forecast is not None:
+            doc["forecast"] = forecast.to_dict()
+        out.json(doc)
+    elif fmt is Format.csv:
+        if forecast is None:
+            out.text(rep.to_csv(result, result.memory_plan))
+        else:
+            rows = est_rep.with_forecast(result.to_records(), forecast)
+            out.text(csv_text([*rep.CSV_COLUMNS, *est_rep.FORECAST_COLUMNS], rows))
     elif forecast is None:
-        render(rep.render_table(result, memory=memory), output)
+        out.rich(rep.render_table(result, result.memory_plan))
     else:
         from rich.console import Group
 
-        from infercast.report import estimate as est_rep
-
-        render(
-            Group(rep.render_table(result, memory=memory), est_rep.render_table(forecast)), output
-        )
-    exit_if_incomplete(result)
-
-
-def exit_if_incomplete(result: Analysis) -> None:
-    t = result.totals
-    if t.complete:
-        return
-    what = []
-    if result.unsupported:
-        ops = ", ".join(u.native_op for u in result.unsupported)
-        what.append(f"{t.unsupported_layers} layer(s) of op(s) with no cost rule ({ops})")
-    if t.unknown_shape_layers:
-        what.append(f"{t.unknown_shape_layers} layer(s) with shapes not known statically")
-    print(
-        f"infercast: incomplete: {'; '.join(what)}; the totals exclude them "
-        f"(exit {EXIT_INCOMPLETE})",
-        file=sys.stderr,
-    )
-    raise SystemExit(EXIT_INCOMPLETE)
+        tables = rep.render_table(result, result.memory_plan), est_rep.render_table(forecast)
+        out.rich(Group(*tables))

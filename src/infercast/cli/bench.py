@@ -6,8 +6,6 @@ out (the others completed and are reported); 2 bad input.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,14 +18,12 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    emit,
-    render,
+    Output,
 )
 from infercast.errors import InfercastError
-from infercast.ir.graph import Shape
 
 if TYPE_CHECKING:
-    from infercast.bench.harness import RunSpec
+    pass
 
 ListOpt = list[str] | None
 RuntimeOpt = Annotated[
@@ -126,22 +122,23 @@ def thread_counts(values: list[str] | None) -> list[int | None]:
     return out
 
 
-def peak_for(
-    target: str | None, peak_gmacs: float | None, model: str, input_shapes: Mapping[str, Shape]
-) -> Callable[[RunSpec], float] | None:
-    """A function spec -> peak MAC/s, from ``--peak-gmacs`` or ``--target`` (None: no peak)."""
-    if peak_gmacs is not None:
-        if peak_gmacs <= 0:
-            raise InfercastError("--peak-gmacs must be positive")
-        return lambda spec: peak_gmacs * 1e9
-    if target is None:
-        return None
-    from infercast.analysis.cost import analyze
-    from infercast.bench.join import model_compute_dtype, target_peak_macs_per_s
-
-    dtype = model_compute_dtype(analyze(model, input_shapes or None))
-    target_peak_macs_per_s(target, dtype)  # validate now: a bad target is bad input
-    return lambda spec: target_peak_macs_per_s(target, dtype, spec.threads)
+def runtimes_and_sweeps(
+    runtime: list[str] | None,
+    ort_opt: list[str] | None,
+    xnnpack: list[str] | None,
+    tvm_tune_trials: list[str] | None,
+) -> tuple[list[str] | None, dict[str, list[str]]]:
+    """The runtimes to run (None: the model format's default) and the options swept."""
+    given = {
+        "ort.opt_level": ort_opt,
+        "litert.xnnpack": xnnpack,
+        "tvm.tune_trials": tvm_tune_trials,
+    }
+    sweeps = {k: split(v) for k, v in given.items() if v}
+    names = split(runtime) or None
+    if names is None and sweeps:
+        names = sorted({k.split(".", 1)[0] for k in sweeps})
+    return names, sweeps
 
 
 def bench(
@@ -174,57 +171,48 @@ def bench(
     a runtime that fails, crashes or hangs is reported and the others still run.
     Exit status 3 when any run failed.
     """
-    from infercast.bench import bench as run_bench
-    from infercast.bench import plan_runs
-    from infercast.bench import report as rep
+    import infercast.api as api
     from infercast.bench.harness import TimingConfig
     from infercast.bench.inputs import parse_input_files
-    from infercast.bench.progress import BenchProgress
+    from infercast.cli.progress import BenchProgress
     from infercast.frontends import parse_input_shapes
+    from infercast.report import bench as rep
 
-    if not model.is_file():
-        raise InfercastError(f"{model}: no such file")
-    shapes = parse_input_shapes(input_shape or [])
-    sweeps: dict[str, list[str]] = {}
-    if ort_opt:
-        sweeps["ort.opt_level"] = split(ort_opt)
-    if xnnpack:
-        sweeps["litert.xnnpack"] = split(xnnpack)
-    if tvm_tune_trials:
-        sweeps["tvm.tune_trials"] = split(tvm_tune_trials)
-    names = split(runtime) or None
-    if names is None and sweeps:
-        names = sorted({k.split(".", 1)[0] for k in sweeps})
+    tgt = api.load_target(target) if target is not None and peak_gmacs is None else None
+    files = parse_input_files(inputs or [])
+    out = Output(output, [model, *(tgt.chain if tgt else ()), *files.values()])
+    names, sweeps = runtimes_and_sweeps(runtime, ort_opt, xnnpack, tvm_tune_trials)
     timing = TimingConfig(
         warmup_runs=warmup, min_runs=max(min_runs, 1), min_time_s=min_time, max_time_s=max_time
     )
-    specs = plan_runs(
-        model,
-        names,
-        thread_counts(threads),
-        sweeps,
-        input_shapes=shapes,
-        input_files=parse_input_files(inputs or []),
-        seed=seed,
-        timing=timing,
-        profile=profile,
-        profile_runs=profile_runs,
-        raw_profile_dir=str(save_profile) if save_profile else None,
-        keep_samples=False,
-    )
-    peak = peak_for(target, peak_gmacs, str(model), shapes)
-    bar = BenchProgress(len(specs))
+    bar = BenchProgress(0)
     try:
-        result = run_bench(specs, timeout_s=timeout, peak_for=peak, on_progress=bar.update)
+        result = api.bench(
+            model,
+            names,
+            thread_counts(threads),
+            sweeps,
+            input_shapes=parse_input_shapes(input_shape or []),
+            target=tgt,
+            peak_gmacs=peak_gmacs,
+            timeout_s=timeout,
+            on_start=bar.start,
+            on_progress=bar.update,
+            input_files=files,
+            seed=seed,
+            timing=timing,
+            profile=profile,
+            profile_runs=profile_runs,
+            raw_profile_dir=str(save_profile) if save_profile else None,
+            keep_samples=False,
+        )
     finally:
         bar.close()
     if fmt is Format.json:
-        emit(json.dumps(rep.to_dict(result), indent=1), output)
+        out.json(result.to_dict())
     elif fmt is Format.csv:
-        emit(rep.to_csv(result), output)
+        out.text(rep.to_csv(result))
     else:
-        from rich.console import Group
-
-        render(Group(*rep.render_tables(result, top=top)), output)
+        out.rich(rep.render_group(result, top=top))
     if result.failed:
         raise SystemExit(EXIT_NOT_OK)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from infercast.cli.common import CheckFormat, CheckFormatOpt, TargetOpt, emit, progress
+from infercast.cli.common import CheckFormat, CheckFormatOpt, Output, TargetOpt, progress
 from infercast.errors import InfercastError
 
 CalOutOpt = Annotated[
@@ -61,45 +60,25 @@ def calibrate(
     --model MODEL). The file extends TARGET with plain fitted numbers; use it as
     --target FILE.
     """
-    from infercast.estimate.calibrate import calibrate_profiles, calibrate_runtime
-    from infercast.targets import load_target
+    import infercast.api as api
+    from infercast.report.calibration import summary_text
 
-    if (runtime is None) == (not profiles):
+    ms = list(models or [])
+    if profiles and (not ms or (len(ms) != 1 and len(ms) != len(profiles))):
         raise InfercastError(
-            "give either --runtime (measure here) or --from PROFILE (fit a profile)",
-            "e.g. infercast calibrate --target host --runtime ort -o host-ort.toml",
+            f"--from needs the model each profile was measured on: {len(profiles)} "
+            f"profile(s), {len(ms)} --model",
+            "pass one --model for all profiles, or one per profile in the same order",
         )
-    tgt = load_target(target)
-    if profiles:
-        ms = list(models or [])
-        if not ms or (len(ms) != 1 and len(ms) != len(profiles)):
-            raise InfercastError(
-                f"--from needs the model each profile was measured on: {len(profiles)} "
-                f"profile(s), {len(ms)} --model",
-                "pass one --model for all profiles, or one per profile in the same order",
-            )
-        pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles)]
-        result = calibrate_profiles(tgt, pairs)
-    else:
-        assert runtime is not None
-        result = calibrate_runtime(
-            tgt, runtime, threads=threads, budget_s=budget, progress=progress
-        )
-    emit(result.toml, output)
-    if fmt is CheckFormat.json:
-        emit(json.dumps({**result.summary(), "file": str(output)}, indent=1), None)
-        return
-    f = result.fit
-    effs = ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.efficiency.items()))
-    bws = ", ".join(f"{k} {v / 1e9:.3g} GB/s" for k, v in f.bandwidth.items())
-    emit(
-        f"calibrated {tgt.name} ({result.runtime}"
-        + (f", {result.threads} thread(s)" if result.threads else "")
-        + f") on {result.samples} samples in {result.elapsed_s:.0f} s -> {output}\n"
-        f"  unit {f.unit}: efficiency {effs}\n"
-        f"  op_overhead_s {f.op_overhead_s:.3g}, channel_multiple {f.channel_multiple}, "
-        f"invoke_overhead_s {f.invoke_overhead_s:.3g}"
-        + (f", bandwidth {bws}" if bws else "")
-        + f"\n  fit RMSPE on its own samples: {f.rmspe:.1%}",
-        None,
+    pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles or [])]
+    tgt = api.load_target(target)
+    out = Output(output, [*ms, *(profiles or []), tgt.path, *tgt.chain])
+    result = api.calibrate(
+        tgt, runtime=runtime, profiles=pairs, threads=threads, budget_s=budget, progress=progress
     )
+    out.text(result.toml)
+    stdout = Output(None)
+    if fmt is CheckFormat.json:
+        stdout.json({**result.to_dict(), "file": str(output)})
+    else:
+        stdout.text(summary_text(result, str(output)))

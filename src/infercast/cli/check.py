@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from infercast.cli.common import (
     CheckFormat,
     CheckFormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    Output,
     TargetOpt,
-    emit,
-    render,
 )
 
 
@@ -28,15 +25,16 @@ def check(
     Exit status: 0 when everything runs on the accelerator and fits, 3 when
     something falls back to the CPU or does not fit, 2 on bad input.
     """
+    import infercast.api as api
     from infercast.frontends import parse_input_shapes
-    from infercast.targets import load_target, place
-    from infercast.targets.placement import render_table
+    from infercast.report.placement import render_table
 
-    tgt = load_target(target)
-    report = place(model, tgt, parse_input_shapes(input_shape or []))
+    tgt = api.load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
+    result = api.check(api.load(model, parse_input_shapes(input_shape or [])), tgt)
     if fmt is CheckFormat.json:
-        emit(json.dumps(report.to_dict(), indent=1), output)
+        out.json(result.to_dict())
     else:
-        render(render_table(report), output)
-    if report.exit_code:
-        raise SystemExit(report.exit_code)
+        out.rich(render_table(result))
+    if result.exit_code:
+        raise SystemExit(result.exit_code)

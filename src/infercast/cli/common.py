@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
+import tempfile
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -54,32 +58,114 @@ TargetOpt = Annotated[
 ]
 
 
-def emit(text: str, output: Path | None) -> None:
-    """Write ``text`` (newline-terminated) to ``output``, or to stdout."""
-    if not text.endswith("\n"):
-        text += "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return
+class Output:
+    """Where a command's result goes: stdout, or the ``-o`` file.
+
+    The file is checked before any work is done: it must not be one of the
+    command's inputs (model, profile, target file: compared by resolved path and
+    by inode) and, if it exists, must be a regular file. It is written
+    atomically: a temporary file in the same directory, then ``os.replace``, so
+    a failed write leaves the old file as it was.
+    """
+
+    def __init__(self, path: Path | None, inputs: Iterable[str | Path | None] = ()) -> None:
+        self.path = path
+        if path is not None:
+            _refuse_unsafe(path, [Path(p) for p in inputs if p is not None])
+
+    def text(self, text: str) -> None:
+        """Write ``text`` (newline-terminated)."""
+        if not text.endswith("\n"):
+            text += "\n"
+        if self.path is None:
+            sys.stdout.write(text)
+        else:
+            write_atomic(self.path, text)
+
+    def json(self, doc: object) -> None:
+        """Write ``doc`` as strict JSON (non-finite numbers as null)."""
+        from infercast.report.text import dumps
+
+        self.text(dumps(doc))
+
+    def rich(self, renderable: object) -> None:
+        """Print a rich renderable to the terminal, or its plain text to the file."""
+        from rich.console import Console
+
+        if self.path is None:
+            width = max(Console().width, 160) if not sys.stdout.isatty() else None
+            Console(width=width).print(renderable)
+            return
+        with open(os.devnull, "w") as sink:
+            buf = Console(record=True, width=200, file=sink)
+            buf.print(renderable)
+        self.text(buf.export_text())
+
+
+def _same_file(a: Path, b: Path) -> bool:
     try:
-        output.write_text(text)
-    except OSError as exc:
-        raise InfercastError(f"cannot write {output}: {exc.strerror}") from exc
+        return a.resolve() == b.resolve() or os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
-def render(renderable: object, output: Path | None) -> None:
-    """Print a rich renderable to the terminal, or its plain text to ``output``."""
-    from rich.console import Console
-
-    if output is None:
-        width = max(Console().width, 160) if not sys.stdout.isatty() else None
-        Console(width=width).print(renderable)
+def _refuse_unsafe(path: Path, inputs: list[Path]) -> None:
+    for inp in inputs:
+        if _same_file(path, inp):
+            raise InfercastError(
+                f"-o {path} is an input of this command ({inp}); it would be overwritten",
+                "write the output to another file",
+            )
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
         return
-    with open(os.devnull, "w") as sink:
-        buf = Console(record=True, width=200, file=sink)
-        buf.print(renderable)
-    emit(buf.export_text(), output)
+    except OSError as exc:
+        raise InfercastError(f"cannot write {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise InfercastError(
+            f"-o {path} is not a regular file", "give the path of a file to create or replace"
+        )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file in the same directory."""
+    real = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except FileNotFoundError:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    except OSError as exc:
+        raise InfercastError(f"cannot write {path}: {exc.strerror}") from exc
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+        tmp = None
+    except OSError as exc:
+        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def progress(msg: str) -> None:
     print(f"infercast: {msg}", file=sys.stderr, flush=True)
+
+
+def exit_if_incomplete(message: str | None) -> None:
+    """Say on stderr why the totals are incomplete, and exit 4 (``message`` None: go on)."""
+    if message is None:
+        return
+    from infercast.report.text import one_line
+
+    print(f"infercast: {one_line(message)} (exit {EXIT_INCOMPLETE})", file=sys.stderr)
+    raise SystemExit(EXIT_INCOMPLETE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -13,9 +12,9 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
+    Output,
     TargetOpt,
-    emit,
-    render,
+    exit_if_incomplete,
 )
 
 NoFuseOpt = Annotated[
@@ -36,18 +35,23 @@ def estimate(
     Seconds per inference; a layer's bound is compute, memory, overhead,
     transfer (accelerator<->CPU crossings) or fallback (on the CPU of an
     accelerator target). One-time costs (first-run compilation) are reported apart.
+    Exit status 4 when some layer's cost is unknown (the output says how many).
     """
-    from infercast.estimate import estimate as forecast
+    import infercast.api as api
     from infercast.frontends import parse_input_shapes
-    from infercast.report import estimate as est_rep
-    from infercast.targets import load_target
+    from infercast.report import estimate as rep
+    from infercast.report.analysis import incomplete_message
 
-    fc = forecast(
-        model, load_target(target), parse_input_shapes(input_shape or []), fuse=not no_fuse
-    )
+    tgt = api.load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
+    graph = api.load(model, parse_input_shapes(input_shape or []))
+    fc = api.estimate(graph, tgt, fuse=not no_fuse)
     if fmt is Format.json:
-        emit(json.dumps(est_rep.to_dict(fc), indent=1), output)
+        out.json(fc.to_dict())
     elif fmt is Format.csv:
-        emit(est_rep.to_csv(fc), output)
+        out.text(rep.to_csv(fc))
     else:
-        render(est_rep.render_table(fc), output)
+        out.rich(rep.render_table(fc))
+    if not fc.complete:
+        message = incomplete_message(fc.analysis) if fc.analysis is not None else None
+        exit_if_incomplete(message or rep.incomplete(fc))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from infercast.cli.common import CheckFormat, CheckFormatOpt, emit, render
+from infercast.cli.common import CheckFormat, CheckFormatOpt, Output
 
 app = typer.Typer(
     help="Device targets: list the built-in ones, show one with every value resolved.",
@@ -26,47 +25,20 @@ class ShowFormat(StrEnum):
 def _root(ctx: typer.Context) -> None:
     """Device targets: list the built-in ones, show one with every value resolved."""
     if ctx.invoked_subcommand is None:
-        emit(ctx.get_help(), None)
+        Output(None).text(ctx.get_help())
 
 
 @app.command("list")
 def targets_list(fmt: CheckFormatOpt = CheckFormat.table) -> None:
     """The built-in targets: accelerator, fallback, peak int8 / fp32 ops/s."""
-    from infercast.targets import list_targets
+    import infercast.api as api
+    from infercast.report import targets as rep
 
-    targets = list_targets()
+    targets = api.list_targets()
     if fmt is CheckFormat.json:
-        rows = [
-            {
-                "name": t.name,
-                "description": t.description,
-                "accelerator": t.placement.accelerator,
-                "fallback": t.placement.fallback,
-                "file": t.path,
-                "peak_ops_per_s": {u.name: dict(u.peak_ops_per_s) for u in t.units.values()},
-            }
-            for t in targets
-        ]
-        emit(json.dumps(rows, indent=1), None)
-        return
-    from rich.table import Table
-
-    from infercast.report.units import human_count
-
-    table = Table(title="infercast targets (use --target NAME, or --target path/to/your.toml)")
-    for col in ("name", "accelerator", "peak int8 ops/s", "peak fp32 ops/s", "description"):
-        table.add_column(col, overflow="fold")
-    for t in targets:
-        unit = t.accelerator or t.fallback
-        i8, f32 = unit.peak("int8"), unit.peak("fp32")
-        table.add_row(
-            t.name,
-            t.placement.accelerator or "– (CPU only)",
-            human_count(i8) if i8 else "–",
-            human_count(f32) if f32 else "–",
-            t.description,
-        )
-    render(table, None)
+        Output(None).json([rep.target_dict(t) for t in targets])
+    else:
+        Output(None).rich(rep.render_table(targets.targets))
 
 
 @app.command("show")
@@ -82,7 +54,7 @@ def targets_show(
 
     t = load_target(name)
     if fmt is ShowFormat.json:
-        emit(json.dumps(t.raw, indent=1), None)
+        Output(None).json(t.raw)
         return
     header = f"# {t.name}: resolved from {', '.join(Path(p).name for p in t.chain)}\n"
-    emit(header + to_toml(dict(t.raw)), None)
+    Output(None).text(header + to_toml(dict(t.raw)))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from infercast.cli.common import Format, FormatOpt, OutOpt, TargetOpt, emit, render
-from infercast.errors import InfercastError
+from infercast.cli.common import Format, FormatOpt, OutOpt, Output, TargetOpt
 
 ModelsArg = Annotated[list[Path], typer.Argument(help=".onnx (ONNX Runtime) / .tflite (LiteRT).")]
 ThreadsOpt = Annotated[
@@ -31,17 +29,15 @@ def validate(
 ) -> None:
     """Forecast and measure each MODEL on this machine; per-model error, share within
     ±10%, RMSPE and Spearman ρ."""
-    from infercast.estimate.validate import validate as run_validation
-    from infercast.report import estimate as est_rep
-    from infercast.targets import load_target
+    import infercast.api as api
+    from infercast.report import validation as rep
 
-    tgt = load_target(target)
-    if threads is not None and threads < 1:
-        raise InfercastError(f"--threads must be at least 1, not {threads}")
-    v = run_validation(tgt, models, threads=threads, budget_s=budget, progress=None)
+    tgt = api.load_target(target)
+    out = Output(output, [*models, tgt.path, *tgt.chain])
+    v = api.validate(models, tgt, threads=threads, budget_s=budget)
     if fmt is Format.json:
-        emit(json.dumps(v.to_dict(), indent=1), output)
+        out.json(v.to_dict())
     elif fmt is Format.csv:
-        emit(est_rep.validation_csv(v), output)
+        out.text(rep.to_csv(v))
     else:
-        render(est_rep.render_validation(v), output)
+        out.rich(rep.render_table(v))

@@ -9,7 +9,7 @@ Two ways in:
   per-call overhead (:mod:`infercast.estimate.fit`).
 * :func:`calibrate_profiles` -- from per-op profiles measured elsewhere (a
   board without infercast): each profiled op is a sample
-  (:mod:`infercast.estimate.profiles`); the per-call overhead is not in a
+  (:mod:`infercast.bench.profiles`); the per-call overhead is not in a
   per-op profile and keeps its value.
 
 Either way the result is a TOML target file that ``extends`` the original
@@ -54,26 +54,6 @@ class CalibrationResult:
     samples: int
     elapsed_s: float
     timings: tuple[Timing, ...] = ()
-
-    def summary(self) -> dict[str, Any]:
-        f = self.fit
-        return {
-            "schema": "infercast.calibration/1",
-            "target": self.base.name,
-            "runtime": self.runtime,
-            "threads": self.threads,
-            "samples": self.samples,
-            "elapsed_s": self.elapsed_s,
-            "unit": f.unit,
-            "channel_multiple": f.channel_multiple,
-            "reduction_half_depth": f.reduction_half_depth,
-            "efficiency": f.efficiency,
-            "op_overhead_s": f.op_overhead_s,
-            "bandwidth_bytes_per_s": f.bandwidth,
-            "invoke_overhead_s": f.invoke_overhead_s,
-            "fit_rmspe": f.rmspe,
-            "kernels": [{"name": n, "predicted_s": p, "measured_s": m} for n, p, m in f.residuals],
-        }
 
 
 def _require_scipy() -> None:

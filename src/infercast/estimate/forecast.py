@@ -48,8 +48,7 @@ compilation) is reported apart, and never added to the latency;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,14 +57,12 @@ from infercast.analysis.cost import Analysis, LayerCost, analyze_graph
 from infercast.errors import InfercastError
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.labels import Bound, Placement
 from infercast.ir.views import KernelDims, ShapeUnknownError, activation_dims, kernel_dims
 from infercast.ops.registry import Handler, get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport, device_graph, place
 from infercast.targets.schema import EFFICIENCY_KEYS, Target
-
-SCHEMA = "infercast.estimate/1"
 
 _FAMILY_CLASS = {
     "conv": "conv",
@@ -279,31 +276,6 @@ class LayerForecast:
     def fused_into(self) -> int | None:
         return self.kernel if self.kernel != self.index else None
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "index": self.index,
-            "name": self.name,
-            "op": self.op,
-            "native_op": self.native_op,
-            "placement": self.placement,
-            "unit": self.unit,
-            "latency_s": self.latency_s,
-            "bound": self.bound,
-            "op_class": self.op_class,
-            "dtype": self.dtype,
-            "ops": self.ops,
-            "ops_eff": self.ops_eff,
-            "bytes": self.bytes,
-            "compute_s": self.compute_s,
-            "memory_s": self.memory_s,
-            "overhead_s": self.overhead_s,
-            "transfer_s": self.transfer_s,
-            "rewrite_s": self.rewrite_s,
-        }
-        if self.fused_into is not None:
-            d["fused_into"] = self.fused_into
-        return d
-
 
 @dataclass(frozen=True)
 class Forecast:
@@ -314,6 +286,9 @@ class Forecast:
     params: Params = field(repr=False)
     placement: PlacementReport = field(repr=False)
     notes: tuple[str, ...] = ()
+    unknown_layers: int = 0
+    """Layers of the model (subgraphs included) whose cost is unknown (no cost rule, a
+    shape not known statically): the forecast leaves their arithmetic out."""
 
     @property
     def invoke_s(self) -> float:
@@ -331,7 +306,7 @@ class Forecast:
 
     @property
     def complete(self) -> bool:
-        return all(ly.bound != "unknown" for ly in self.layers)
+        return self.unknown_layers == 0 and all(ly.bound != "unknown" for ly in self.layers)
 
     def by_bound(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -353,26 +328,6 @@ class Forecast:
             "kernels": sum(1 for ly in self.layers if ly.bound not in ("fused", "elided")),
             "by_bound_s": self.by_bound(),
             "complete": self.complete,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        cal = self.target.calibration
-        return {
-            "schema": SCHEMA,
-            "target": self.target.name,
-            "target_file": self.target.path,
-            "model": self.model,
-            "calibration": {
-                "calibrated": cal.calibrated,
-                "source": cal.source,
-                "runtime": cal.runtime,
-                "threads": cal.threads,
-                "fit_rmspe": cal.fit_rmspe,
-            },
-            "units": {"time": "s", "ops": "arithmetic ops, 1 MAC = 2 ops", "bytes": "bytes"},
-            "totals": self.totals(),
-            "layers": [ly.to_dict() for ly in self.layers],
-            "notes": list(self.notes),
         }
 
 
@@ -701,33 +656,34 @@ def _build(
 
 
 def estimate(
-    model: str | Path | Graph,
-    target: Target | str,
-    input_shapes: Mapping[str, Shape] | None = None,
+    graph: Graph,
+    target: Target,
     *,
+    placement: PlacementReport | None = None,
+    analysis: Analysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
 ) -> Forecast:
-    """Forecast per-layer latency of ``model`` on ``target``.
+    """Forecast per-layer latency of ``graph`` on ``target``.
 
-    ``params`` overrides the target's numbers (what calibration varies);
-    ``fuse=False`` costs every op as its own kernel.
+    ``placement`` (``place(graph, target)``) and ``analysis`` (``analyze_graph(graph)``)
+    are computed here when not given. ``params`` overrides the target's numbers
+    (what calibration varies); ``fuse=False`` costs every op as its own kernel.
     """
-    from infercast.targets.loader import load_target
-
-    tgt = load_target(target) if isinstance(target, str) else target
-    if isinstance(model, Graph):
-        graph = model
-    else:
-        from infercast.frontends import load
-
-        graph = load(model, input_shapes)
-    report = place(graph, tgt)
-    dev = device_graph(graph, tgt)
-    analysis = analyze_graph(graph)
-    works, notes = _build(graph, dev, analysis, report, tgt, fuse)
-    p = params or Params.of(tgt)
-    return assemble(tgt, str(graph.path or graph.name), report, works, p, notes)
+    if placement is None:
+        placement = place(graph, target)
+    elif placement.graph is not graph or placement.target is not target:
+        raise ValueError("estimate(): the placement is of another graph or target")
+    if analysis is None:
+        analysis = analyze_graph(graph)
+    elif analysis.graph is not graph:
+        raise ValueError("estimate(): the analysis is of another graph")
+    dev = device_graph(graph, target)
+    works, notes = _build(graph, dev, analysis, placement, target, fuse)
+    p = params or Params.of(target)
+    fc = assemble(target, str(graph.path or graph.name), placement, works, p, notes)
+    t = analysis.totals
+    return replace(fc, unknown_layers=t.unsupported_layers + t.unknown_shape_layers)
 
 
 def assemble(

@@ -16,15 +16,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from infercast.estimate.forecast import estimate
 from infercast.estimate.measure import measure
+from infercast.ir.graph import Graph
 from infercast.targets.schema import Target
-
-SCHEMA = "infercast.validate/1"
 
 
 def _ranks(x: Sequence[float]) -> np.ndarray:
@@ -58,15 +56,6 @@ class Metrics:
     mean_abs_error: float
     spearman_rho: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "models": self.n,
-            "within_10": self.within_10,
-            "rmspe": self.rmspe,
-            "mean_abs_error": self.mean_abs_error,
-            "spearman_rho": self.spearman_rho,
-        }
-
 
 def metrics(pairs: Sequence[tuple[float, float]]) -> Metrics:
     """Metrics of (forecast, measured) pairs, seconds."""
@@ -95,18 +84,6 @@ class Row:
     def error(self) -> float:
         return (self.forecast_s - self.measured_s) / self.measured_s
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "runtime": self.runtime,
-            "threads": self.threads,
-            "forecast_s": self.forecast_s,
-            "measured_s": self.measured_s,
-            "measured_median_s": self.measured_median_s,
-            "runs": self.runs,
-            "error": self.error,
-        }
-
 
 @dataclass(frozen=True)
 class Validation:
@@ -117,19 +94,6 @@ class Validation:
     def metrics(self) -> Metrics:
         return metrics([(r.forecast_s, r.measured_s) for r in self.rows])
 
-    def to_dict(self) -> dict[str, Any]:
-        cal = self.target.calibration
-        return {
-            "schema": SCHEMA,
-            "target": self.target.name,
-            "target_file": self.target.path,
-            "calibrated": cal.calibrated,
-            "calibration_runtime": cal.runtime,
-            "measured": "minimum over repeated runs, models interleaved in rounds",
-            "rows": [r.to_dict() for r in self.rows],
-            "metrics": self.metrics.to_dict(),
-        }
-
 
 def runtime_for(path: str | Path) -> str:
     return "ort" if str(path).endswith(".onnx") else "litert"
@@ -137,7 +101,7 @@ def runtime_for(path: str | Path) -> str:
 
 def validate(
     target: Target,
-    models: Sequence[str | Path],
+    models: Sequence[tuple[str | Path, Graph]],
     *,
     threads: int | None = None,
     budget_s: float = 60.0,
@@ -145,20 +109,22 @@ def validate(
 ) -> Validation:
     """Forecast each model on ``target`` and measure it on this machine.
 
-    ONNX models run with ONNX Runtime, TFLite models with LiteRT, each with
-    ``threads`` (default: the calibration's thread count, else 1).
+    ``models`` are (file, its loaded graph) pairs: the file is what the runtime
+    runs. ONNX models run with ONNX Runtime, TFLite models with LiteRT, each
+    with ``threads`` (default: the calibration's thread count, else 1).
     """
     th = threads or target.calibration.threads or 1
-    forecasts = [estimate(m, target).latency_s for m in models]
+    forecasts = [estimate(g, target).latency_s for _, g in models]
+    files = [m for m, _ in models]
     rows: list[Row] = []
     for rt in ("ort", "litert"):
-        idx = [i for i, m in enumerate(models) if runtime_for(m) == rt]
+        idx = [i for i, m in enumerate(files) if runtime_for(m) == rt]
         if not idx:
             continue
-        share = budget_s * len(idx) / len(models)
-        timings = measure([models[i] for i in idx], rt, th, budget_s=share, progress=progress)
+        share = budget_s * len(idx) / len(files)
+        timings = measure([files[i] for i in idx], rt, th, budget_s=share, progress=progress)
         for i, t in zip(idx, timings, strict=True):
-            rows.append(Row(str(models[i]), rt, th, forecasts[i], t.min_s, t.median_s, t.runs))
-    order = {str(m): i for i, m in enumerate(models)}
+            rows.append(Row(str(files[i]), rt, th, forecasts[i], t.min_s, t.median_s, t.runs))
+    order = {str(m): i for i, m in enumerate(files)}
     rows.sort(key=lambda r: order[r.model])
     return Validation(target, tuple(rows))

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import ModelFileError, SymbolicShapeError
+from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
 
@@ -284,7 +284,7 @@ def load_tflite(
         raise ModelFileError(f"{path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
     try:
         return _parse(schema, path, data, input_shapes or {})
-    except (ModelFileError, SymbolicShapeError):
+    except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:  # the flatbuffer accessors raise anything on bad offsets
         raise ModelFileError(
@@ -334,8 +334,7 @@ def _parse(
     reading = _Reading(schema, names, model, sub_names, opcodes, buffer_sizes, path)
     graphs = [_subgraph(reading, si) for si in range(n_sub)]
     main = graphs[0]
-    if input_shapes or any(not main.tensors[n].is_static for n in main.inputs):
-        main = _resolve_dynamic(path, data, main, input_shapes)
+    main = _resolve_runtime_shapes(path, main, {g.name: g for g in graphs[1:]}, input_shapes)
     description = model.Description()
     meta = {
         "schema_version": str(model.Version()),
@@ -581,53 +580,156 @@ def _fold_constants(
     return new_nodes, out
 
 
-def _resolve_dynamic(
-    path: str, data: bytes | mmap.mmap, graph: Graph, input_shapes: Mapping[str, Shape]
-) -> Graph:
-    """Fix dynamic input dimensions and take every tensor's shape from LiteRT's own
-    shape propagation (``resize_tensor_input`` + ``allocate_tensors``)."""
-    dynamic = {n: graph.tensors[n].shape for n in graph.inputs if not graph.tensors[n].is_static}
+def _check_given_shapes(path: str, graph: Graph, input_shapes: Mapping[str, Shape]) -> None:
+    """``--input-shape`` must name inputs and agree with their rank and fixed dimensions."""
+    inputs = "inputs: " + ", ".join(f"{n}={graph.tensors[n].shape_str()}" for n in graph.inputs)
     unknown = [k for k in input_shapes if k not in graph.inputs]
     if unknown:
-        from infercast.errors import InputShapeError
-
         raise InputShapeError(
-            f"--input-shape names {', '.join(unknown)}, which is not an input of {path}",
-            "inputs: " + ", ".join(f"{n}={graph.tensors[n].shape_str()}" for n in graph.inputs),
+            f"--input-shape names {', '.join(unknown)}, which is not an input of {path}", inputs
         )
-    missing = [n for n in dynamic if n not in input_shapes]
+    for name, given in input_shapes.items():
+        declared = graph.tensors[name].shape or ()
+        spec = "x".join(str(d) for d in given)
+        if len(given) != len(declared):
+            raise InputShapeError(
+                f"--input-shape {name}={spec} has {len(given)} dimensions; "
+                f"the input has {len(declared)} ({graph.tensors[name].shape_str()})",
+                inputs,
+            )
+        for axis, (g, d) in enumerate(zip(given, declared, strict=True)):
+            if d is not None and g != d:
+                raise InputShapeError(
+                    f"--input-shape {name}={spec}: dimension {axis} is fixed at {d} "
+                    f"in the model ({graph.tensors[name].shape_str()})",
+                    "only the dimensions shown as ? can be set",
+                )
+
+
+def _isolated_run(
+    path: str, graph: Graph, shapes: Mapping[str, Shape], invoke: bool
+) -> dict[str, Any]:
+    """LiteRT's shapes for ``shapes``, from an isolated child (raises IsolatedError)."""
+    from infercast.isolation import Limits, run_isolated
+
+    positions = {name: i for i, name in enumerate(graph.inputs)}
+    payload = {
+        "path": path,
+        "input_shapes": {str(positions[n]): [int(d or 1) for d in s] for n, s in shapes.items()},
+        "invoke": invoke,
+    }
+    result: dict[str, Any] = run_isolated(
+        "infercast.frontends.tflite_runtime:run_shapes",
+        payload,
+        Limits(timeout_s=RUNTIME_SHAPES_TIMEOUT_S, memory_bytes=RUNTIME_SHAPES_MEMORY_BYTES),
+        what="LiteRT (computing tensor shapes)",
+    )
+    return result
+
+
+RUNTIME_SHAPES_TIMEOUT_S = 120.0
+RUNTIME_SHAPES_MEMORY_BYTES = 16 << 30
+"""Limits of the isolated LiteRT run that computes run-time shapes (address space)."""
+
+
+def _suggestion(path: str, graph: Graph, missing: list[str], shapes: Mapping[str, Shape]) -> str:
+    """``--input-shape`` options that LiteRT accepts and runs, or "" when the obvious
+    guess (every unknown dimension 1) does not run."""
+    from infercast.isolation import IsolatedError
+
+    guess = dict(shapes)
+    for n in missing:
+        guess[n] = tuple(1 if d is None else d for d in (graph.tensors[n].shape or ()))
+    try:
+        res = _isolated_run(path, graph, guess, invoke=True)
+    except IsolatedError:
+        return ""
+    if res.get("invoke_error"):
+        return ""
+    return " ".join(f"--input-shape {n}=" + "x".join(str(d) for d in guess[n]) for n in missing)
+
+
+def _resolve_runtime_shapes(
+    path: str, graph: Graph, subgraphs: Mapping[str, Graph], input_shapes: Mapping[str, Shape]
+) -> Graph:
+    """Fix the inputs' dynamic dimensions and take shapes from LiteRT itself.
+
+    See :mod:`infercast.frontends.tflite_runtime`: allocation shapes for tensors
+    LiteRT sizes at ``allocate_tensors()``, the shapes after one isolated
+    ``invoke()`` for those it sizes while running (unless they depend on input
+    values), unknown for the rest. A leading dynamic batch dimension alone
+    defaults to 1, with a note.
+    """
+    from infercast.frontends.tflite_runtime import dynamic_tensors, value_dependent
+    from infercast.isolation import IsolatedError
+
+    _check_given_shapes(path, graph, input_shapes)
+    shapes: dict[str, Shape] = dict(input_shapes)
+    notes: list[str] = []
+    for n in graph.inputs:
+        dims = graph.tensors[n].shape or ()
+        if n in shapes or graph.tensors[n].is_static:
+            continue
+        if len(dims) > 1 and dims[0] is None and all(d is not None for d in dims[1:]):
+            shapes[n] = (1, *dims[1:])
+            notes.append(
+                f"input {n}: dynamic batch dimension set to 1 "
+                f"(--input-shape {n}=Nx... to change it)"
+            )
+    missing = [n for n in graph.inputs if not graph.tensors[n].is_static and n not in shapes]
     if missing:
         shown = ", ".join(f"{n} [{graph.tensors[n].shape_str()}]" for n in missing)
-        example = missing[0]
+        suggestion = _suggestion(path, graph, missing, shapes)
         raise SymbolicShapeError(
             f"{path}: input(s) with dynamic dimensions: {shown}",
-            f"fix them with --input-shape {example}="
-            + "x".join("1" if d is None else str(d) for d in (graph.tensors[example].shape or ())),
+            f"fix them, e.g. {suggestion}"
+            if suggestion
+            else "give each with --input-shape NAME=DIMS (the model's documentation says "
+            "what sizes it expects; setting the unknown dimensions to 1 does not run)",
         )
+    dynamic = dynamic_tensors(graph, subgraphs)
+    unknown_dims = any(
+        not graph.tensors[o].is_static for node in graph.nodes for o in node.outputs if o
+    )
+    if not shapes and not dynamic and not unknown_dims:
+        return graph
     try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError as exc:  # pragma: no cover
-        raise ModelFileError(
-            "resolving dynamic TFLite shapes needs the LiteRT interpreter",
-            "pip install ai-edge-litert",
-        ) from exc
-    try:
-        interp = Interpreter(model_content=bytes(data))
-        details = interp.get_input_details()
-        for d, name in zip(details, graph.inputs, strict=False):
-            if name in input_shapes:
-                interp.resize_tensor_input(d["index"], [int(x or 1) for x in input_shapes[name]])
-        interp.allocate_tensors()
-        shapes = {
-            i: tuple(int(x) for x in d["shape"]) for i, d in enumerate(interp.get_tensor_details())
-        }
-    except Exception as exc:
-        raise ModelFileError(
-            f"{path}: LiteRT could not propagate the given input shapes ({exc})",
-            "check the --input-shape values against the model's inputs",
-        ) from exc
-    tensors = {
-        name: dataclasses.replace(t, shape=shapes.get(i, t.shape))
-        for i, (name, t) in enumerate(graph.tensors.items())
-    }
-    return graph.with_tensors(tensors)
+        res = _isolated_run(path, graph, shapes, invoke=bool(dynamic))
+    except IsolatedError as exc:
+        if shapes:
+            raise ModelFileError(
+                f"{path}: LiteRT could not propagate the input shapes ({exc})",
+                "check the --input-shape values against the model's inputs",
+            ) from exc
+        res = {"allocated": None, "invoked": None, "invoke_error": str(exc)}
+    allocated: list[list[int]] | None = res["allocated"]
+    invoked: list[list[int]] | None = res["invoked"]
+    unsure = value_dependent(graph, subgraphs) if invoked is not None else set(dynamic)
+    taken = left = 0
+    tensors: dict[str, Tensor] = {}
+    for i, (name, t) in enumerate(graph.tensors.items()):
+        shape: Shape | None = t.shape
+        if name in dynamic:
+            if invoked is not None and name not in unsure and i < len(invoked):
+                shape = tuple(invoked[i])
+                taken += 1
+            else:
+                shape = None if t.shape is None else tuple(None for _ in t.shape)
+                left += 1
+        elif allocated is not None and i < len(allocated) and not t.is_constant:
+            shape = tuple(allocated[i])
+        tensors[name] = dataclasses.replace(t, shape=shape) if shape != t.shape else t
+    if taken:
+        notes.append(
+            f"{taken} tensor shapes are computed while the model runs (e.g. SHAPE -> "
+            "STRIDED_SLICE -> RESHAPE chains): taken from one LiteRT run in an isolated process"
+        )
+    if left:
+        why = (
+            "they depend on input values"
+            if invoked is not None
+            else f"LiteRT could not run the model ({res['invoke_error']})"
+        )
+        notes.append(f"{left} tensor shapes are computed while the model runs and {why}: unknown")
+    out = graph.with_tensors(tensors)
+    return dataclasses.replace(out, notes=(*out.notes, *notes))

@@ -265,6 +265,6 @@ def _load_all() -> None:
 
 
 _HANDLER_MODULES = (
-    "control", "conv", "elementwise", "linalg", "loss", "ml", "movement", "normalization",
-    "pool", "recurrent", "signal", "training",
+    "contrib", "control", "conv", "elementwise", "linalg", "loss", "ml", "movement",
+    "normalization", "pool", "recurrent", "signal", "training",
 )  # fmt: skip

@@ -82,3 +82,34 @@ def mel_weight_matrix_cost(ctx: OpContext) -> OpCost:
     """0 MACs; 2 FLOPs per output element (the triangle filter's slope: one subtract,
     one multiply). A generator: usually folded at load time."""
     return OpCost(flops=2 * ctx.out_elems())
+
+
+@register("rfft2d", family="signal", arg_inputs=(1,))
+def rfft2d_cost(ctx: OpContext) -> OpCost:
+    """TFLite RFFT2D (real input [..., M, N], fft_length [m, n], output [..., m, n/2 + 1]
+    complex): 0 MACs; per 2-D transform, m real FFTs of length n (2.5 n log2 n FLOPs
+    each) then n/2 + 1 complex FFTs of length m (5 m log2 m each; none when m = 1, the
+    STFT case); transforms = the product of the leading dimensions."""
+    y = static_shape(ctx.outputs[0])
+    v = ctx.value(1)
+    if v is not None and v.size == 2:
+        m, n = (int(d) for d in v.reshape(-1))
+    else:
+        m, n = y[-2], 2 * (y[-1] - 1)
+    transforms = math.prod(y[:-2])
+    per = m * fft_flops(n, False) + (n // 2 + 1) * fft_flops(m, True)
+    return OpCost(flops=transforms * per)
+
+
+@register("complex_abs", family="signal")
+def complex_abs_cost(ctx: OpContext) -> OpCost:
+    """TFLite COMPLEX_ABS |re + i im| = sqrt(re^2 + im^2): 0 MACs; 4 FLOPs per output
+    element (2 multiplies, 1 add, 1 square root)."""
+    return OpCost(flops=4 * ctx.out_elems())
+
+
+@register("real", "imag", family="signal")
+def complex_part_cost(ctx: OpContext) -> OpCost:
+    """TFLite REAL / IMAG (one part of a complex tensor): 0 MACs, 0 FLOPs: data
+    movement."""
+    return OpCost()

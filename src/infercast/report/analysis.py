@@ -7,15 +7,14 @@ new fields may appear within a version.
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
-from infercast import __version__
+from infercast._version import __version__
 from infercast.analysis.cost import Analysis, LayerCost
-from infercast.analysis.memory import MemoryAnalysis, plan_graph
-from infercast.analysis.memory_export import MEMORY_CONVENTIONS, peak_lines, summary_dict
-from infercast.ir.graph import Shape
+from infercast.analysis.memory import MemoryAnalysis
+from infercast.ir.graph import Graph, Shape
+from infercast.report.memory import MEMORY_CONVENTIONS, peak_lines, summary_dict
+from infercast.report.text import cell, csv_text
 from infercast.report.units import human_bytes, human_count, short_name
 
 SCHEMA = "infercast.analysis/1"
@@ -61,27 +60,45 @@ def layer_dict(ly: LayerCost) -> dict[str, Any]:
     }
 
 
-def to_dict(a: Analysis, memory: MemoryAnalysis | None = None) -> dict[str, Any]:
-    """The JSON document; ``memory`` defaults to ``plan_graph(a.graph)`` (16-byte alignment)."""
-    g = a.graph
-    mem = memory or plan_graph(g)
+def _io(g: Graph, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    out = []
+    for n in names:
+        tensor = g.tensors[n]
+        entry: dict[str, Any] = {
+            "name": n,
+            "shape": _shape(tensor.shape),
+            "dtype": tensor.dtype.value,
+        }
+        if tensor.quant is not None:
+            entry["quantization"] = tensor.quant.to_dict()
+        out.append(entry)
+    return out
+
+
+def _totals(a: Analysis, mem: MemoryAnalysis) -> dict[str, Any]:
     t = a.totals
     ai = t.arithmetic_intensity
+    return {
+        "macs": t.macs,
+        "flops": t.flops,
+        "params": t.params,
+        "weight_bytes": t.weight_bytes,
+        "runtime_weight_bytes": t.runtime_weight_bytes,
+        "input_activation_bytes": t.input_bytes,
+        "output_activation_bytes": t.output_bytes,
+        "arithmetic_intensity": None if ai is None else round(ai, 4),
+        "layers": t.layers,
+        "unsupported_layers": t.unsupported_layers,
+        "unknown_shape_layers": t.unknown_shape_layers,
+        "complete": t.complete,
+        "peak_activation_bytes": mem.arena_bytes,
+        "activation_lower_bound_bytes": mem.lower_bound_bytes,
+    }
 
-    def io(names: tuple[str, ...]) -> list[dict[str, Any]]:
-        out = []
-        for n in names:
-            tensor = g.tensors[n]
-            entry: dict[str, Any] = {
-                "name": n,
-                "shape": _shape(tensor.shape),
-                "dtype": tensor.dtype.value,
-            }
-            if tensor.quant is not None:
-                entry["quantization"] = tensor.quant.to_dict()
-            out.append(entry)
-        return out
 
+def to_dict(a: Analysis, memory: MemoryAnalysis) -> dict[str, Any]:
+    """The ``infercast.analysis/1`` document of ``a`` with the memory plan ``memory``."""
+    g = a.graph
     return {
         "schema": SCHEMA,
         "infercast_version": __version__,
@@ -91,32 +108,17 @@ def to_dict(a: Analysis, memory: MemoryAnalysis | None = None) -> dict[str, Any]
             "name": g.name,
             "layout": g.layout,
             "metadata": dict(g.metadata),
-            "inputs": io(g.inputs),
-            "outputs": io(g.outputs),
+            "inputs": _io(g, g.inputs),
+            "outputs": _io(g, g.outputs),
             "subgraphs": list(g.subgraphs),
         },
         "conventions": CONVENTIONS,
-        "totals": {
-            "macs": t.macs,
-            "flops": t.flops,
-            "params": t.params,
-            "weight_bytes": t.weight_bytes,
-            "runtime_weight_bytes": t.runtime_weight_bytes,
-            "input_activation_bytes": t.input_bytes,
-            "output_activation_bytes": t.output_bytes,
-            "arithmetic_intensity": None if ai is None else round(ai, 4),
-            "layers": t.layers,
-            "unsupported_layers": t.unsupported_layers,
-            "unknown_shape_layers": t.unknown_shape_layers,
-            "complete": t.complete,
-            "peak_activation_bytes": mem.arena_bytes,
-            "activation_lower_bound_bytes": mem.lower_bound_bytes,
-        },
+        "totals": _totals(a, memory),
         "layers": [
-            {**layer_dict(ly), "live_bytes": mem.layer_live_bytes(ly.subgraph, ly.index)}
+            {**layer_dict(ly), "live_bytes": memory.layer_live_bytes(ly.subgraph, ly.index)}
             for ly in a.layers
         ],
-        "memory": summary_dict(mem),
+        "memory": summary_dict(memory),
         "unsupported_ops": [
             {"op": u.op, "native_op": u.native_op, "count": u.count, "layers": list(u.layers)}
             for u in a.unsupported
@@ -147,11 +149,23 @@ CSV_COLUMNS = [
 ]
 
 
-def to_csv(a: Analysis, memory: MemoryAnalysis | None = None) -> str:
-    mem = memory or plan_graph(a.graph)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    w.writeheader()
+def incomplete_message(a: Analysis) -> str | None:
+    """``incomplete: ...`` saying which layers have no known cost; None when complete."""
+    t = a.totals
+    if t.complete:
+        return None
+    what = []
+    if a.unsupported:
+        ops = ", ".join(u.native_op for u in a.unsupported)
+        what.append(f"{t.unsupported_layers} layer(s) of op(s) with no cost rule ({ops})")
+    if t.unknown_shape_layers:
+        what.append(f"{t.unknown_shape_layers} layer(s) with shapes not known statically")
+    return f"incomplete: {'; '.join(what)}; the totals exclude them"
+
+
+def records(a: Analysis, memory: MemoryAnalysis) -> list[dict[str, Any]]:
+    """One flat dict per layer (the CSV's rows): shapes as ``1x3x224x224;…`` text."""
+    out = []
     for ly in a.layers:
         row = layer_dict(ly)
         row["output_shapes"] = ";".join(
@@ -159,9 +173,13 @@ def to_csv(a: Analysis, memory: MemoryAnalysis | None = None) -> str:
             for s in ly.output_shapes
         )
         row["output_dtypes"] = ";".join(ly.output_dtypes)
-        row["live_bytes"] = mem.layer_live_bytes(ly.subgraph, ly.index)
-        w.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
-    return buf.getvalue()
+        row["live_bytes"] = memory.layer_live_bytes(ly.subgraph, ly.index)
+        out.append(row)
+    return out
+
+
+def to_csv(a: Analysis, memory: MemoryAnalysis) -> str:
+    return csv_text(CSV_COLUMNS, records(a, memory))
 
 
 def _shape_text(shapes: tuple[Shape | None, ...]) -> str:
@@ -171,58 +189,55 @@ def _shape_text(shapes: tuple[Shape | None, ...]) -> str:
     )
 
 
-def render_table(a: Analysis, max_name: int = 40, memory: MemoryAnalysis | None = None) -> Any:
+_COLUMNS = (
+    ("#", "right"), ("name", "left"), ("op", "left"), ("output", "left"), ("MACs", "right"),
+    ("FLOPs", "right"), ("params", "right"), ("weights", "right"), ("act in", "right"),
+    ("act out", "right"), ("live", "right"), ("FLOP/B", "right"),
+)  # fmt: skip
+_STATUS_STYLE = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}
+
+
+def _layer_row(ly: LayerCost, mem: MemoryAnalysis, multi: bool, max_name: int) -> list[Any]:
+    name = short_name(ly.name, max_name)
+    if multi:
+        name = f"{ly.subgraph}:{name}"
+    ai = ly.arithmetic_intensity
+    live = mem.layer_live_bytes(ly.subgraph, ly.index)
+    at_peak = (ly.subgraph, ly.index) == (mem.peak.graph, mem.peak.node_index)
+    return [
+        str(ly.index),
+        cell(name),
+        cell(ly.op if ly.op == ly.native_op.lower() else f"{ly.op} ({ly.native_op})"),
+        _shape_text(ly.output_shapes),
+        "?" if ly.macs is None else human_count(ly.macs),
+        "?" if ly.flops is None else human_count(ly.flops),
+        human_count(ly.params) if ly.params else "",
+        human_bytes(ly.weight_bytes) if ly.weight_bytes else "",
+        "?" if ly.input_bytes is None else human_bytes(ly.input_bytes),
+        "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
+        "" if live is None else human_bytes(live) + (" ◀ peak" if at_peak else ""),
+        "" if ai is None else f"{ai:.1f}",
+    ]
+
+
+def render_table(a: Analysis, memory: MemoryAnalysis, max_name: int = 40) -> Any:
     """A rich renderable: per-layer table, totals, the memory peak, unsupported ops, notes."""
-    mem = memory or plan_graph(a.graph)
     from rich.console import Group
     from rich.table import Table
-    from rich.text import Text
 
     g = a.graph
     t = a.totals
-    title = f"{g.path or g.name}  ({g.format}, {len(a.layers)} layers)"
+    mem = memory
+    title = cell(f"{g.path or g.name}  ({g.format}, {len(a.layers)} layers)")
     table = Table(title=title, show_lines=False, header_style="bold")
-    for col, just in [
-        ("#", "right"),
-        ("name", "left"),
-        ("op", "left"),
-        ("output", "left"),
-        ("MACs", "right"),
-        ("FLOPs", "right"),
-        ("params", "right"),
-        ("weights", "right"),
-        ("act in", "right"),
-        ("act out", "right"),
-        ("live", "right"),
-        ("FLOP/B", "right"),
-    ]:
+    for col, just in _COLUMNS:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     multi = len({ly.subgraph for ly in a.layers}) > 1
+    peak = (mem.peak.graph, mem.peak.node_index)
     for ly in a.layers:
-        name = short_name(ly.name, max_name)
-        if multi:
-            name = f"{ly.subgraph}:{name}"
-        style = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(
-            ly.status, ""
-        )
-        ai = ly.arithmetic_intensity
-        live = mem.layer_live_bytes(ly.subgraph, ly.index)
-        at_peak = (ly.subgraph, ly.index) == (mem.peak.graph, mem.peak.node_index)
-        table.add_row(
-            str(ly.index),
-            name,
-            ly.op if ly.op == ly.native_op.lower() else f"{ly.op} ({ly.native_op})",
-            _shape_text(ly.output_shapes),
-            "?" if ly.macs is None else human_count(ly.macs),
-            "?" if ly.flops is None else human_count(ly.flops),
-            human_count(ly.params) if ly.params else "",
-            human_bytes(ly.weight_bytes) if ly.weight_bytes else "",
-            "?" if ly.input_bytes is None else human_bytes(ly.input_bytes),
-            "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
-            "" if live is None else human_bytes(live) + (" ◀ peak" if at_peak else ""),
-            "" if ai is None else f"{ai:.1f}",
-            style="bold magenta" if at_peak else style,
-        )
+        at_peak = (ly.subgraph, ly.index) == peak
+        style = "bold magenta" if at_peak else _STATUS_STYLE.get(ly.status, "")
+        table.add_row(*_layer_row(ly, mem, multi, max_name), style=style)
     ai = t.arithmetic_intensity
     table.add_section()
     table.add_row(
@@ -240,24 +255,20 @@ def render_table(a: Analysis, max_name: int = 40, memory: MemoryAnalysis | None 
         "" if ai is None else f"{ai:.1f}",
         style="bold",
     )
-    lines = [
+    lines: list[Any] = [
         table,
-        Text(
+        cell(
             f"MACs {t.macs:,} (multiply-accumulates)   FLOPs {t.flops:,} (a MAC = 2)   "
             f"params {t.params:,}   weights {t.weight_bytes:,} B stored, "
             f"{t.runtime_weight_bytes:,} B at run time"
         ),
     ]
-    lines.extend(Text(line) for line in peak_lines(mem))
+    lines.extend(cell(line) for line in peak_lines(mem))
     if not t.complete:
-        lines.append(Text("totals are INCOMPLETE: see below", style="bold yellow"))
-    for u in a.unsupported:
-        lines.append(
-            Text(
-                f"unsupported op: {u.native_op} x{u.count} (no cost rule; not in totals)",
-                style="red",
-            )
-        )
-    for note in a.notes:
-        lines.append(Text(f"note: {note}", style="dim"))
-    return Group(*lines)  # type: ignore[arg-type]
+        lines.append(cell("totals are INCOMPLETE: see below", style="bold yellow"))
+    lines.extend(
+        cell(f"unsupported op: {u.native_op} x{u.count} (no cost rule; not in totals)", "red")
+        for u in a.unsupported
+    )
+    lines.extend(cell(f"note: {note}", style="dim") for note in a.notes)
+    return Group(*lines)

@@ -27,3 +27,16 @@ def short_name(name: str, width: int = 40) -> str:
     parts = first.split("/")
     short = "/".join(parts[-2:]) if len(parts) > 2 else first
     return short if len(short) <= width else "…" + short[-(width - 1) :]
+
+
+def human_seconds(s: float) -> str:
+    """0.0123 -> '12.30 ms' (seconds stay seconds in machine output)."""
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.1f} µs"
+    if s == 0:
+        return "0"
+    return f"{s * 1e9:.0f} ns"

@@ -1,11 +1,11 @@
 """Device targets as data, and accelerator placement with a reason for every op.
 
 * :func:`load_target` -- a built-in target by name, or a user's ``.toml`` by path.
-* :func:`place` -- per-node placement, segments, crossings and memory fit.
+* :func:`place` -- per-node placement of a loaded graph: segments, crossings, memory fit.
 """
 
 from infercast.targets.loader import builtin_names, list_targets, load_target
-from infercast.targets.placement import PlacementReport, place, planned_arena_bytes
+from infercast.targets.placement import PlacementReport, place
 from infercast.targets.schema import Target, TargetError
 
 __all__ = [
@@ -16,5 +16,4 @@ __all__ = [
     "list_targets",
     "load_target",
     "place",
-    "planned_arena_bytes",
 ]

@@ -5,7 +5,7 @@ function ``(view, **params) -> (ok, detail)``; its docstring is a template whose
 ``{param}`` placeholders are filled from the target file (plus ``{accelerator}``,
 the accelerator unit's name). A target's TOML names which checks apply to which
 ops, with their parameters; the same functions and templates generate
-``docs/targets/<name>.md`` (:mod:`infercast.targets.docs`), so the documents
+``docs/targets/<name>.md`` (:mod:`infercast.report.target_docs`), so the documents
 cannot drift from the code.
 
 A check returns ``(True, "")`` when it passes or does not apply to the node, and

@@ -12,9 +12,8 @@ target declares:
 * ``weights`` / ``accelerator_weights``: the unique weight tensors of all nodes /
   of accelerator nodes (the Edge TPU's parameter cache; beyond it parameters
   are streamed, ``on_overflow = "stream"``);
-* ``activations``: the activation arena (Ethos-U's arena in SRAM), from the
-  ``peak_activation_bytes`` callable; by default :func:`planned_arena_bytes`,
-  the arena of infercast's memory plan.
+* ``activations``: the activation arena (Ethos-U's arena in SRAM): the arena of
+  infercast's memory plan (:mod:`infercast.analysis.memory`).
 
 Bytes are those of the tensors as the device holds them: the model's dtypes,
 except where the target's compiler re-types float tensors
@@ -26,18 +25,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
+from infercast.analysis.memory import MemoryAnalysis, plan_graph
 from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.labels import Placement, Processor
 from infercast.ops.registry import weight_inputs
 from infercast.targets import constraints as C
 from infercast.targets.schema import Check, Target
-
-SCHEMA = "infercast.check/1"
-PeakFn = Callable[[Graph], int]
 
 
 @dataclass(frozen=True)
@@ -48,21 +43,6 @@ class Reason:
     text: str
     detail: str
     rewrite: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {
-            "check": self.check,
-            "outcome": self.outcome,
-            "reason": self.text,
-            "detail": self.detail,
-        }
-        if self.rewrite:
-            d["rewrite"] = self.rewrite
-        return d
-
-    def line(self) -> str:
-        s = f"{self.text}: {self.detail}" if self.detail else self.text
-        return f"{s} -> {self.rewrite}" if self.rewrite else s
 
 
 @dataclass(frozen=True)
@@ -83,24 +63,6 @@ class LayerPlacement:
     def processor(self) -> Processor:
         return "cpu" if self.placement == "cpu" else "accelerator"
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "index": self.index,
-            "name": self.name,
-            "op": self.op,
-            "native_op": self.native_op,
-            "placement": self.placement,
-            "unit": self.unit,
-            "reasons": [r.to_dict() for r in self.reasons],
-        }
-        if self.notes:
-            d["notes"] = [r.to_dict() for r in self.notes]
-        if self.folded:
-            d["folded"] = True
-        d["input_bytes"] = self.input_bytes
-        d["output_bytes"] = self.output_bytes
-        return d
-
 
 @dataclass(frozen=True)
 class Segment:
@@ -110,16 +72,6 @@ class Segment:
     first_layer: int
     last_layer: int
     layers: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "processor": self.processor,
-            "unit": self.unit,
-            "first_layer": self.first_layer,
-            "last_layer": self.last_layer,
-            "layers": self.layers,
-        }
 
 
 @dataclass(frozen=True)
@@ -134,17 +86,6 @@ class CrossingItem:
     """Indices of the consuming layers on ``destination``; empty for a model output."""
     boundary: bool
     """True for model inputs and outputs moving between host memory and the accelerator."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tensor": self.tensor,
-            "bytes": self.bytes,
-            "from": self.source,
-            "to": self.destination,
-            "producer": self.producer,
-            "consumers": list(self.consumers),
-            "boundary": self.boundary,
-        }
 
 
 @dataclass(frozen=True)
@@ -169,21 +110,6 @@ class MemoryFit:
         """Does not fit and the device cannot stream the excess."""
         return not self.fits and self.on_overflow == "fail"
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "required_bytes": self.required_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "fits": self.fits,
-            "over_by_bytes": self.over_by_bytes,
-            "on_overflow": self.on_overflow,
-            "parts": dict(self.parts),
-        }
-        if self.on_overflow == "stream":
-            d["streamed_bytes"] = self.over_by_bytes
-        if self.worst_layer is not None:
-            d["worst_layer"] = self.worst_layer
-        return d
-
 
 @dataclass(frozen=True)
 class PlacementReport:
@@ -199,6 +125,11 @@ class PlacementReport:
     @property
     def has_accelerator(self) -> bool:
         return self.target.placement.accelerator is not None
+
+    @property
+    def format_mismatch(self) -> bool:
+        """The accelerator's toolchain reads another model format: nothing is placed on it."""
+        return format_mismatch(self.graph, self.target)
 
     @property
     def inference_layers(self) -> list[LayerPlacement]:
@@ -227,56 +158,6 @@ class PlacementReport:
 
     def internal_crossings(self) -> list[CrossingItem]:
         return [c for c in self.crossings if not c.boundary]
-
-    def crossings_dict(self) -> dict[str, Any]:
-        internal = self.internal_crossings()
-        boundary = [c for c in self.crossings if c.boundary]
-        cost = self.target.crossing
-        return {
-            "count": len(internal),
-            "bytes": sum(c.bytes or 0 for c in internal),
-            "switches": max(len(self.segments) - 1, 0),
-            "boundary_count": len(boundary),
-            "boundary_bytes": sum(c.bytes or 0 for c in boundary),
-            "estimated_s": sum(cost.seconds(c.bytes or 0) for c in internal),
-            "items": [c.to_dict() for c in self.crossings],
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        t = self.target
-        return {
-            "schema": SCHEMA,
-            "target": t.name,
-            "target_file": t.path,
-            "model": self.model,
-            "accelerator": t.placement.accelerator,
-            "fallback": t.placement.fallback,
-            "summary": {
-                **self.counts(),
-                "all_on_accelerator": self.all_on_accelerator,
-                "fits": self.fits,
-                "exit_code": self.exit_code,
-                "graph_compile_s": t.graph_compile_s,
-            },
-            "layers": [ly.to_dict() for ly in self.layers],
-            "segments": [s.to_dict() for s in self.segments],
-            "crossings": self.crossings_dict(),
-            "fit": {name: f.to_dict() for name, f in self.fit.items()},
-            "notes": list(self.notes),
-        }
-
-
-# --------------------------------------------------------------------------- #
-# Activation memory: a lower bound of the arena
-# --------------------------------------------------------------------------- #
-
-
-def planned_arena_bytes(graph: Graph) -> int:
-    """The activation arena of infercast's memory plan (analysis/memory.py): tensor
-    lifetimes over the execution order, packed by the smallest of its planners."""
-    from infercast.analysis.memory import plan_graph
-
-    return plan_graph(graph).arena_bytes
 
 
 # --------------------------------------------------------------------------- #
@@ -312,6 +193,22 @@ def _bytes(ts: list[Tensor]) -> int | None:
 # --------------------------------------------------------------------------- #
 
 
+def format_mismatch(graph: Graph, target: Target) -> bool:
+    """True when the target's accelerator takes TFLite models and ``graph`` is not one."""
+    return (
+        target.placement.accelerator is not None
+        and target.placement.op_names == "tflite"
+        and graph.format != "tflite"
+    )
+
+
+FORMAT_MISMATCH = (
+    "the {accelerator} runs TFLite models only (its toolchain reads .tflite files) and this "
+    "is a{an} {format} model: every layer runs on the {fallback}; convert the model to TFLite "
+    "to see what the {accelerator} would run"
+)
+
+
 def op_key(node: Node, graph: Graph, target: Target) -> str | None:
     """The name the target's support list uses for ``node`` (None: no name applies)."""
     if target.placement.op_names == "tflite":
@@ -340,7 +237,9 @@ def _evaluate(view: C.NodeView, checks: list[Check], target: Target) -> list[Rea
     return out
 
 
-def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
+def _place_node(graph: Graph, node: Node, target: Target, *, placed: bool = True) -> LayerPlacement:
+    """Where ``node`` runs and why; ``placed=False``: on the fallback, with no
+    per-layer reason (the report states the one reason, e.g. a format mismatch)."""
     ins = [
         t for t in dict.fromkeys(graph.input_tensors(node)) if t is not None and not t.is_constant
     ]
@@ -372,7 +271,7 @@ def _place_node(graph: Graph, node: Node, target: Target) -> LayerPlacement:
     if node.folded:
         return make("cpu", fallback, (Reason("folded", "cpu", C.FOLDED, ""),), folded=True)
     accel = target.placement.accelerator
-    if accel is None:
+    if accel is None or not placed:
         return make("cpu", fallback, ())
     sup = target.support
     key = op_key(node, graph, target)
@@ -478,7 +377,7 @@ def _crossings(graph: Graph, layers: list[LayerPlacement], has_accel: bool) -> l
 
 
 def _fit(
-    graph: Graph, layers: list[LayerPlacement], target: Target, peak_fn: PeakFn
+    graph: Graph, layers: list[LayerPlacement], target: Target, arena_bytes: Callable[[], int]
 ) -> dict[str, MemoryFit]:
     on_acc = {ly.index for ly in layers if not ly.folded and ly.processor == "accelerator"}
     live = [n for n in graph.nodes if not n.folded]
@@ -499,7 +398,7 @@ def _fit(
             elif kind == "accelerator_weights":
                 cache[kind] = (unique_weight_bytes([n for n in live if n.index in on_acc]), None)
             elif kind == "activations":
-                cache[kind] = (int(peak_fn(graph)), None)
+                cache[kind] = (arena_bytes(), None)
             else:  # layer_io
                 worst, worst_name = 0, None
                 for ly in layers:
@@ -522,28 +421,41 @@ def _fit(
     return out
 
 
-def place(
-    model: str | Path | Graph,
-    target: Target | str,
-    input_shapes: Mapping[str, Shape] | None = None,
-    *,
-    peak_activation_bytes: PeakFn = planned_arena_bytes,
-) -> PlacementReport:
-    """Place every node of ``model`` on ``target`` (a :class:`Target` or a name / path)."""
-    from infercast.targets.loader import load_target
+def _arena_bytes(graph: Graph, dev: Graph, memory: MemoryAnalysis | None) -> int:
+    """The activation arena the device needs: ``memory``'s when it plans the device's
+    graph, else a plan made now (analysis/memory.py)."""
+    if memory is not None and dev is graph and memory.graph is graph:
+        return memory.arena_bytes
+    return plan_graph(dev).arena_bytes
 
-    tgt = load_target(target) if isinstance(target, str) else target
-    if isinstance(model, Graph):
-        graph = model
-    else:
-        from infercast.frontends import load
 
-        graph = load(model, input_shapes)
+def place(graph: Graph, target: Target, *, memory: MemoryAnalysis | None = None) -> PlacementReport:
+    """Place every node of ``graph`` on ``target``.
+
+    ``memory`` is ``graph``'s memory plan when the caller has made it: its arena is
+    the ``activations`` part of a memory fit. When the target re-types the
+    tensors (``compile.quantize_float_to``) or no plan is given, the device's
+    graph is planned here, once, and only if one of the target's memories holds
+    activations.
+    """
+    tgt = target
+    if not isinstance(tgt, Target):
+        raise TypeError(f"place() takes a loaded Target, not {type(tgt).__name__}")
     dev = device_graph(graph, tgt)
-    layers = [_place_node(dev, node, tgt) for node in dev.nodes]
+    notes = []
+    if format_mismatch(graph, tgt):
+        # One statement for the whole model, not "does not run this operator" per layer.
+        notes.append(
+            FORMAT_MISMATCH.format(
+                **_context(tgt), format=graph.format.upper(),
+                an="n" if graph.format.upper()[:1] in "AEIOU" else "",
+            )
+        )  # fmt: skip
+        layers = [_place_node(dev, node, tgt, placed=False) for node in dev.nodes]
+    else:
+        layers = [_place_node(dev, node, tgt) for node in dev.nodes]
     if tgt.placement.segments == "single" and tgt.placement.accelerator:
         layers = _single_segment(layers, tgt)
-    notes = []
     if graph.subgraphs:
         notes.append(
             f"{len(graph.subgraphs)} subgraph(s) (loop / branch bodies) run with the op that calls "
@@ -568,85 +480,6 @@ def place(
         layers=tuple(layers),
         segments=tuple(_segments(layers)),
         crossings=tuple(_crossings(dev, layers, tgt.placement.accelerator is not None)),
-        fit=_fit(dev, layers, tgt, peak_activation_bytes),
+        fit=_fit(dev, layers, tgt, lambda: _arena_bytes(graph, dev, memory)),
         notes=tuple(notes),
     )
-
-
-# --------------------------------------------------------------------------- #
-# Rendering
-# --------------------------------------------------------------------------- #
-
-_STYLE = {"accelerator": "green", "partial": "yellow", "cpu": "red"}
-
-
-def render_table(report: PlacementReport) -> Any:
-    """A rich renderable: per-layer placement, then segments, crossings and memory fit."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from infercast.report.units import human_bytes
-
-    t = report.target
-    c = report.counts()
-    head = Text()
-    head.append(f"{report.model} on {t.name}", style="bold")
-    head.append(
-        f"\naccelerator: {t.placement.accelerator or 'none'}, fallback: {t.placement.fallback}; "
-        f"{c['accelerator']} on the accelerator, {c['partial']} partial, {c['cpu']} on the CPU"
-    )
-    layers = Table(show_lines=False, expand=False)
-    for col in ("#", "layer", "op", "placement", "unit", "reasons"):
-        layers.add_column(col, overflow="fold")
-    for ly in report.layers:
-        why = "; ".join(r.line() for r in (*ly.reasons, *ly.notes))
-        name = ly.name if len(ly.name) <= 48 else "…" + ly.name[-47:]
-        layers.add_row(
-            str(ly.index),
-            name,
-            ly.native_op,
-            Text(ly.placement, style=_STYLE[ly.placement]),
-            ly.unit,
-            why,
-        )
-    segs = ", ".join(f"{s.processor}[{s.first_layer}-{s.last_layer}]" for s in report.segments)
-    cr = report.crossings_dict()
-    tail = Text()
-    tail.append(f"segments: {len(report.segments)} ({segs})\n")
-    tail.append(
-        f"crossings: {cr['count']} accelerator<->CPU transfer(s), {human_bytes(cr['bytes'])}; "
-        f"model inputs/outputs: {cr['boundary_count']}, {human_bytes(cr['boundary_bytes'])}\n"
-    )
-    fit = Table(title="memory fit")
-    for col in ("memory", "required", "capacity", "fits", "note"):
-        fit.add_column(col)
-    for f in report.fit.values():
-        note = ""
-        if not f.fits:
-            note = (
-                f"streamed: {human_bytes(f.over_by_bytes)}"
-                if f.on_overflow == "stream"
-                else f"over by {human_bytes(f.over_by_bytes)}"
-            )
-        if f.worst_layer:
-            note = (note + "; " if note else "") + f"largest layer: {f.worst_layer[-40:]}"
-        fit.add_row(
-            f.memory,
-            human_bytes(f.required_bytes),
-            human_bytes(f.capacity_bytes),
-            Text("yes" if f.fits else "no", style="green" if f.fits else "red"),
-            note,
-        )
-    notes = Text("\n".join(f"note: {n}" for n in report.notes))
-    if not report.has_accelerator:
-        ok_text = "OK: fits (a CPU-only target: nothing to fall back from)"
-    else:
-        ok_text = "OK: everything runs on the accelerator and fits"
-    verdict = Text(
-        ok_text
-        if report.exit_code == 0
-        else "NOT OK: something falls back to the CPU or does not fit",
-        style="bold green" if report.exit_code == 0 else "bold red",
-    )
-    return Group(head, layers, tail, fit, notes, verdict)

@@ -40,6 +40,8 @@ def read_text(path: str | Path) -> str:
 MAPPING_KINDS = {
     "name": "profiler node name equals the model node's name",
     "output": "profiler node name is (derived from) the name of the model node's output tensor",
+    "fused_output": "a runtime-made (fused) kernel, mapped by the tensor it writes, which is "
+    "the output of the last model node it replaced",
     "order": "matched by operator type in execution order (the profiler keeps no model names)",
     "index": "the profiler reports the model's operator index",
     "": "not mapped to a model node (inserted by the runtime, or an unknown name)",
@@ -166,7 +168,10 @@ class Profile:
 
 # Suffixes ONNX Runtime appends when it rewrites a node (NCHWc layout transformer,
 # fusions that name the new node after the old one, graph partitioning tokens).
-_RUNTIME_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused|/fused)+$")
+_RUNTIME_SUFFIXES = re.compile(r"(_nchwc|_token_\d+|_fused|/fused|/[A-Za-z]+Fusion/?)+$")
+"""``/QuickGeluFusion/``, ``/GatherSliceToSplitFusion``: ORT's transformers name a fused
+node ``<replaced node's name>/<Transformer name>/`` (onnxruntime/core/optimizer/
+quick_gelu_fusion.cc and siblings name it with ``graph.GenerateNodeName``)."""
 
 
 def _candidates(name: str) -> list[str]:
@@ -197,6 +202,14 @@ def map_by_name(ops: Sequence[OpTime], graph: Graph) -> list[OpTime]:
             if cand in by_output and by_output[cand] not in taken:
                 idx, how = by_output[cand], "output"
                 break
+        if idx is None:
+            # A fused kernel the runtime named itself (ORT's QuickGelu, FusedConv, ...)
+            # writes the tensor of the last node it replaced: map it there; the other
+            # replaced nodes are absorbed into it by absorb_fused.
+            for out in (c for o in op.extra.get("outputs", ()) for c in _candidates(str(o))):
+                if out in by_output and by_output[out] not in taken:
+                    idx, how = by_output[out], "fused_output"
+                    break
         if idx is None:
             result.append(op)
         else:

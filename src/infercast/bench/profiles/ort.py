@@ -156,3 +156,30 @@ def read_ort_profile(path: str | Path, *, skip_runs: int = 1) -> Profile:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProfileFormatError(f"{p}: not a JSON file ({exc})") from None
     return parse_ort_events(data, skip_runs=skip_runs, where=str(p))
+
+
+def with_node_outputs(profile: Profile, optimized_model: str | Path) -> Profile:
+    """Attach to each profiled node the output tensor names it has in the graph ORT ran.
+
+    ``optimized_model`` is that graph as ORT saved it
+    (``SessionOptions.optimized_model_filepath`` on the profiling session).
+    ORT's fusions (onnxruntime/core/optimizer/*_fusion.cc: QuickGelu, FusedConv,
+    FusedMatMul, LayerNormalization, Gelu, ...) name the new node themselves but
+    give it the output tensor of the last node they replace, so the outputs map a
+    fused kernel back to the model (``extra["outputs"]``). Without the file (a
+    model ORT cannot save), the profile is returned unchanged.
+    """
+    from dataclasses import replace
+
+    try:
+        import onnx
+
+        model = onnx.load(str(optimized_model), load_external_data=False)
+    except Exception:
+        return profile
+    outputs = {n.name: tuple(o for o in n.output if o) for n in model.graph.node}
+    ops = tuple(
+        replace(o, extra={**o.extra, "outputs": list(outputs[o.name])}) if o.name in outputs else o
+        for o in profile.ops
+    )
+    return replace(profile, ops=ops)

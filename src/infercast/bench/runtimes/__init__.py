@@ -138,11 +138,19 @@ def resolve_options(rt: Runtime, given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fixed_shape(name: str, dims: Any, input_shapes: Shapes) -> tuple[int, ...]:
-    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s."""
+    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s. A leading
+    dynamic batch dimension alone is 1, as ``infercast analyze`` defaults it."""
     if name in input_shapes:
         return tuple(int(d) for d in input_shapes[name])
+
+    def fixed(d: Any) -> bool:
+        return isinstance(d, (int, np.integer)) and int(d) >= 0
+
+    dims = list(dims)
+    if len(dims) > 1 and not fixed(dims[0]) and all(fixed(d) for d in dims[1:]):
+        dims = [1, *dims[1:]]
     out = []
-    for d in list(dims):
+    for d in dims:
         if isinstance(d, (int, np.integer)) and int(d) >= 0:
             out.append(int(d))
         else:

@@ -17,7 +17,7 @@ from typing import Any
 
 from infercast.bench.inputs import InputSpec
 from infercast.bench.profiles.base import Profile
-from infercast.bench.profiles.ort import read_ort_profile
+from infercast.bench.profiles.ort import read_ort_profile, with_node_outputs
 from infercast.bench.runtimes import (
     Feeds,
     ModelInputError,
@@ -89,6 +89,9 @@ class OrtSession:
             so = self._make_options()
             so.enable_profiling = True
             so.profile_file_prefix = str(tmp / "ort_profile")
+            # The graph ORT actually runs (after its fusions), to map kernels it named
+            # itself (QuickGelu, FusedConv, ...) to the model nodes they replace.
+            so.optimized_model_filepath = str(tmp / "optimized.onnx")
             sess = self._ort.InferenceSession(
                 str(self._model), so, providers=["CPUExecutionProvider"]
             )
@@ -99,7 +102,7 @@ class OrtSession:
             if raw_dir is not None:
                 raw_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copy(path, raw_dir / path.name)
-            return read_ort_profile(path, skip_runs=1)
+            return with_node_outputs(read_ort_profile(path, skip_runs=1), tmp / "optimized.onnx")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

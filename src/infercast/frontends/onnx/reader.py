@@ -131,7 +131,8 @@ def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
         return dtype, None
     dims: list[int | None] = []
     for d in tt.shape.dim:
-        dims.append(int(d.dim_value) if d.HasField("dim_value") else None)
+        # A negative dim_value (-1, as Paddle's exporter writes) means "dynamic".
+        dims.append(int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None)
     return dtype, tuple(dims)
 
 
@@ -244,6 +245,15 @@ def _set_input_shapes(
                 f"--input-shape {vi.name} has rank {len(shape)}; the model's input has rank "
                 f"{len(tt.shape.dim)} ({_shape_str(_type_shape(vi.type)[1])})"
             )
+        declared = _type_shape(vi.type)[1] or ()
+        for axis, (given, fixed) in enumerate(zip(shape, declared, strict=False)):
+            if fixed is not None and given != fixed:
+                spec = "x".join(str(d) for d in shape)
+                raise InputShapeError(
+                    f"--input-shape {vi.name}={spec}: dimension {axis} is fixed at {fixed} "
+                    f"in the model ({_shape_str(declared)})",
+                    "only the dimensions shown as ? can be set",
+                )
         tt.shape.ClearField("dim")
         for d in shape:
             tt.shape.dim.add().dim_value = int(d or 0)
@@ -368,8 +378,21 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     _strip_weight_data(g)
     init_names = {t.name for t in g.initializer}
     real_inputs = [vi for vi in g.input if vi.name not in init_names]
-    if input_shapes:
-        _set_input_shapes(model, input_shapes, real_inputs)
+    notes: list[str] = []
+    given = dict(input_shapes)
+    for vi in real_inputs:
+        if vi.name in given or not vi.type.HasField("tensor_type"):
+            continue
+        declared = _type_shape(vi.type)[1]
+        if declared and len(declared) > 1 and declared[0] is None and None not in declared[1:]:
+            # A leading dynamic batch alone: batch 1, as users expect (with a note).
+            given[vi.name] = (1, *declared[1:])
+            notes.append(
+                f"input {vi.name}: dynamic batch dimension set to 1 "
+                f"(--input-shape {vi.name}=Nx... to change it)"
+            )
+    if given:
+        _set_input_shapes(model, given, real_inputs)
     symbolic = []
     for vi in real_inputs:
         if not vi.type.HasField("tensor_type"):
@@ -379,16 +402,19 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
             symbolic.append((vi.name, shape))
     if symbolic:
         shown = ", ".join(f"{n} [{_shape_str(s)}]" for n, s in symbolic)
+        guess = {n: tuple(1 if d is None else d for d in (s or (1,))) for n, s in symbolic}
         options = " ".join(
-            f"--input-shape {n}=" + "x".join("1" if d is None else str(d) for d in (s or (1,)))
-            for n, s in symbolic
+            f"--input-shape {n}=" + "x".join(str(d) for d in dims) for n, dims in guess.items()
         )
+        valid = _suggestion_is_valid(path, model, {**given, **guess})
         raise SymbolicShapeError(
             f"{path}: input(s) with symbolic or unknown dimensions: {shown}",
-            f"fix them, e.g. {options}",
+            f"fix them, e.g. {options}"
+            if valid
+            else "give each with --input-shape NAME=DIMS (setting the unknown dimensions to 1 "
+            "does not give a consistent graph; the model's documentation says what it expects)",
         )
 
-    notes: list[str] = []
     has_external = any(t.data_location == 1 for t in g.initializer)
     use_path = has_external and os.path.exists(path) and not input_shapes
     inferred = _infer(model, path if use_path else None, notes)
@@ -433,6 +459,28 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         notes=tuple(notes),
         constants=graph.constants,
     )
+
+
+def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> bool:
+    """Whether ``shapes`` propagate through the graph: ONNX's strict shape inference
+    and our rules accept them, and every layer output comes out known and non-empty."""
+    onnx = _onnx()
+    trial = onnx.ModelProto()
+    trial.CopyFrom(model)
+    try:
+        init_names = {t.name for t in trial.graph.initializer}
+        inputs = [vi for vi in trial.graph.input if vi.name not in init_names]
+        _set_input_shapes(trial, shapes, inputs)
+        onnx.shape_inference.infer_shapes(trial, check_type=False, strict_mode=True, data_prop=True)
+        graph = _build(path, trial, {})
+    except Exception:
+        return False
+    for node in graph.nodes:
+        for out in node.outputs:
+            t = graph.tensors.get(out) if out else None
+            if t is not None and (not t.is_static or t.elements == 0):
+                return False
+    return True
 
 
 def _infer(model: Any, path: str | None, notes: list[str]) -> Any:

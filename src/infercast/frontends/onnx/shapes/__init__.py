@@ -27,6 +27,7 @@ formats are returned unchanged.
 """
 
 from infercast.frontends.onnx.shapes import (  # noqa: F401  (importing a family registers its rules)
+    contrib,
     control,
     conv,
     elementwise,

@@ -1,5 +1,5 @@
 """Renderers of a :class:`~infercast.bench.BenchReport` (JSON ``infercast.bench/1``, CSV,
-terminal tables) and of an imported profile joined with a model.
+terminal tables) and of a per-op profile joined with a model (``infercast.profile/1``).
 
 JSON contract (``docs/bench.md``): ``schema``, ``model``, ``environment``,
 ``runs`` (one per run: ``runtime``, ``threads``, ``options``, ``status``,
@@ -11,18 +11,67 @@ within a version.
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
-from infercast import __version__
+from infercast._version import __version__
 from infercast.bench import BenchReport
 from infercast.bench.harness import RunResult
-from infercast.bench.join import INTERNAL, Joined
+from infercast.bench.join import Joined, JoinedRow
+from infercast.report.text import cell, csv_text
 from infercast.report.units import human_count
 
 SCHEMA = "infercast.bench/1"
 PROFILE_SCHEMA = "infercast.profile/1"
+
+
+def row_dict(r: JoinedRow) -> dict[str, Any]:
+    """One measured unit of a joined profile."""
+    return {
+        "index": r.index,
+        "name": r.name,
+        "op": r.op,
+        "measured_s": r.measured_s,
+        "share": r.share,
+        "macs": r.macs,
+        "flops": r.flops,
+        "achieved_macs_per_s": r.achieved_macs_per_s,
+        "achieved_flops_per_s": r.achieved_flops_per_s,
+        "pct_of_peak": r.pct_of_peak,
+        "layers": list(r.layers),
+        "layer_names": list(r.layer_names),
+        "mapping": r.mapping,
+        "provider": r.provider,
+        "count": r.count,
+        "note": r.note,
+    }
+
+
+def join_dict(j: Joined) -> dict[str, Any]:
+    """The summary of a joined profile (``profile_summary`` of a bench run)."""
+    return {
+        "source": j.source,
+        "whole_s": j.whole_s,
+        "profile_whole_s": j.profile_whole_s,
+        "ops_total_s": j.ops_total_s,
+        "sum_vs_whole": j.sum_vs_whole,
+        "sum_vs_profile_whole": j.sum_vs_profile_whole,
+        "mapped_share": j.mapped_share,
+        "total_macs": j.total_macs,
+        "total_flops": j.total_flops,
+        "achieved_macs_per_s": j.achieved_macs_per_s,
+        "achieved_flops_per_s": j.achieved_flops_per_s,
+        "peak_macs_per_s": j.peak_macs_per_s,
+        "pct_of_peak": j.pct_of_peak,
+        "runs": j.runs,
+        "statistic": j.statistic,
+        "outside": j.outside,
+        "notes": list(j.notes),
+        "hotspots": [r.name for r in j.hotspots()],
+        "unaccounted_layers": [
+            {"index": u.index, "name": u.name, "op": u.op, "macs": u.macs, "status": u.status}
+            for u in j.unaccounted
+        ],
+    }
 
 
 def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> dict[str, Any]:
@@ -70,8 +119,8 @@ def _run_dict(i: int, r: RunResult, rep: BenchReport, fastest: int | None) -> di
         d["profile_error"] = r.profile_error
     j = rep.joins.get(i)
     if j is not None:
-        d["profile_summary"] = j.to_dict()
-        d["profile"] = [row.to_dict() for row in j.rows]
+        d["profile_summary"] = join_dict(j)
+        d["profile"] = [row_dict(row) for row in j.rows]
     return d
 
 
@@ -141,37 +190,43 @@ _RUN_COLS = [
 ]
 
 
-def _cell(v: Any) -> Any:
+def _flat(v: Any) -> Any:
     if isinstance(v, dict):
         return ";".join(f"{k}={x}" for k, x in v.items())
     if isinstance(v, list):
         return " ".join(str(x) for x in v)
-    return "" if v is None else v
+    return v
+
+
+def run_records(rep: BenchReport) -> list[dict[str, Any]]:
+    """One flat dict per run (the CSV's rows without profiles)."""
+    return [{c: _flat(run.get(c)) for c in _RUN_COLS} for run in to_dict(rep)["runs"]]
+
+
+def profile_records(rep: BenchReport) -> list[dict[str, Any]]:
+    """One flat dict per measured unit of every profiled run, with the run's identity."""
+    out = []
+    for i, run in enumerate(to_dict(rep)["runs"]):
+        for row in run.get("profile", []):
+            out.append(
+                {
+                    "run": i,
+                    "runtime": run["runtime"],
+                    "threads": run["threads"],
+                    "options": _flat(run["options"]),
+                    **{c: _flat(row.get(c)) for c in _PROFILE_COLS},
+                }
+            )
+    return out
 
 
 def to_csv(rep: BenchReport) -> str:
     """Runs, one per line; with profiles, the per-op rows of every profiled run instead."""
-    d = to_dict(rep)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
     if rep.joins:
-        w.writerow(["run", "runtime", "threads", "options", *_PROFILE_COLS])
-        for i, run in enumerate(d["runs"]):
-            for row in run.get("profile", []):
-                w.writerow(
-                    [
-                        i,
-                        run["runtime"],
-                        run["threads"],
-                        _cell(run["options"]),
-                        *[_cell(row.get(c)) for c in _PROFILE_COLS],
-                    ]
-                )
-    else:
-        w.writerow(_RUN_COLS)
-        for run in d["runs"]:
-            w.writerow([_cell(run.get(c)) for c in _RUN_COLS])
-    return buf.getvalue()
+        return csv_text(
+            ["run", "runtime", "threads", "options", *_PROFILE_COLS], profile_records(rep)
+        )
+    return csv_text(_RUN_COLS, run_records(rep))
 
 
 def _ms(s: float | None) -> str:
@@ -184,12 +239,11 @@ def _rate(r: float | None) -> str:
 
 def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
     from rich.table import Table
-    from rich.text import Text
 
     fastest = rep.fastest()
     macs = rep.total_macs
     t = Table(
-        title=f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})",
+        title=cell(f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})"),
         title_justify="left",
     )
     for col, just in [
@@ -216,8 +270,8 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
         t.add_row(
             r.spec.runtime,
             "default" if r.spec.threads is None else str(r.spec.threads),
-            opts,
-            Text(r.status, style="green" if r.ok else "bold red"),
+            cell(opts),
+            cell(r.status, style="green" if r.ok else "bold red"),
             _ms(r.first_s),
             _ms(s.median_s if s else None),
             f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-",
@@ -226,7 +280,7 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
             str(s.n if s else 0),
             _rate(ach),
             f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
-            Text("fastest", style="bold") if i == fastest else "",
+            cell("fastest", style="bold") if i == fastest else "",
         )
     out: list[Any] = [t]
     for r in rep.runs:
@@ -237,19 +291,25 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
             line += f": {r.error}"
             if r.stderr_tail and r.status in ("crashed", "timeout"):
                 line += f" | stderr: {r.stderr_tail[-1]}"
-            out.append(Text(line, style="red"))
+            out.append(cell(line, style="red"))
         elif r.profile_error:
-            out.append(Text(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
+            out.append(cell(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
     for i, j in rep.joins.items():
         out.extend(render_join(j, title=f"per-op profile: {rep.runs[i].spec.label}", top=top))
     for n in rep.notes:
-        out.append(Text(n, style="yellow"))
+        out.append(cell(n, style="yellow"))
     return out
+
+
+def render_group(rep: BenchReport, top: int = 10) -> Any:
+    """:func:`render_tables` as one renderable."""
+    from rich.console import Group
+
+    return Group(*render_tables(rep, top=top))
 
 
 def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
     from rich.table import Table
-    from rich.text import Text
 
     parts: list[Any] = []
     summ = (
@@ -267,7 +327,7 @@ def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
         summ += f"; overall {_rate(j.achieved_macs_per_s)} GMAC/s"
     if j.pct_of_peak is not None:
         summ += f" = {j.pct_of_peak:.1f}% of peak"
-    parts.append(Text(summ))
+    parts.append(cell(summ))
     t = Table(title=f"top {top} by time", title_justify="left")
     for col, just in [
         ("#", "right"),
@@ -284,22 +344,22 @@ def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
     for r in j.hotspots(top):
         t.add_row(
             "-" if r.index is None else str(r.index),
-            r.name[-60:],
-            r.op,
+            cell(r.name[-60:]),
+            cell(r.op),
             _ms(r.measured_s),
             f"{100 * r.share:.1f}",
             human_count(r.macs) if r.macs is not None else "-",
             _rate(r.achieved_macs_per_s),
             f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-",
-            (r.note or "")
+            cell(r.note or "")
             if not r.layers
             else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else ""),
         )
     parts.append(t)
     if j.outside:
-        parts.append(Text(f"outside the per-op sum: {j.outside}", style="dim"))
+        parts.append(cell(f"outside the per-op sum: {j.outside}", style="dim"))
     for n in j.notes:
-        parts.append(Text(n, style="dim"))
+        parts.append(cell(n, style="dim"))
     return parts
 
 
@@ -309,28 +369,15 @@ def joined_to_dict(j: Joined, model: str, file: str) -> dict[str, Any]:
         "infercast": __version__,
         "model": model,
         "file": file,
-        **j.to_dict(),
-        "profile": [r.to_dict() for r in j.rows],
+        **join_dict(j),
+        "profile": [row_dict(r) for r in j.rows],
     }
 
 
+def joined_records(j: Joined) -> list[dict[str, Any]]:
+    """One flat dict per measured unit of a joined profile (the CSV's rows)."""
+    return [{c: _flat(v) for c, v in row_dict(r).items() if c in _PROFILE_COLS} for r in j.rows]
+
+
 def joined_to_csv(j: Joined) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(_PROFILE_COLS)
-    for r in j.rows:
-        d = r.to_dict()
-        w.writerow([_cell(d.get(c)) for c in _PROFILE_COLS])
-    return buf.getvalue()
-
-
-__all__ = [
-    "INTERNAL",
-    "SCHEMA",
-    "joined_to_csv",
-    "joined_to_dict",
-    "render_join",
-    "render_tables",
-    "to_csv",
-    "to_dict",
-]
+    return csv_text(_PROFILE_COLS, joined_records(j))

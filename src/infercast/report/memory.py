@@ -1,5 +1,6 @@
-"""The arena plan as JSON, CSV and a terminal table (``infercast analyze --memory-plan``),
-and the memory fields the analysis report adds (totals, per-layer ``live_bytes``).
+"""Renderers of a :class:`~infercast.analysis.memory.MemoryAnalysis`: the arena plan as
+JSON, CSV and a terminal table (``infercast analyze --memory-plan``), and the memory
+fields the analysis report adds (totals, per-layer ``live_bytes``).
 
 JSON schema ``infercast.memory_plan/1``: ``arena_bytes`` (the plan's size),
 ``lower_bound_bytes`` (raw sizes) and ``aligned_lower_bound_bytes`` (sizes
@@ -14,13 +15,12 @@ Steps are positions in the flattened execution order (see
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from infercast.analysis.memory import MemoryAnalysis
 from infercast.analysis.planner import align_up
-from infercast.report.units import human_bytes
+from infercast.report.text import cell, csv_text, shown
+from infercast.report.units import human_bytes, short_name
 
 PLAN_SCHEMA = "infercast.memory_plan/1"
 
@@ -166,23 +166,22 @@ PLAN_CSV_COLUMNS = [
 ]
 
 
-def plan_csv(m: MemoryAnalysis) -> str:
+def plan_records(m: MemoryAnalysis) -> list[dict[str, Any]]:
     """One row per arena tensor, by offset then first step: ``end`` is the offset plus
     the tensor's aligned size; tensors of one ``buffer`` share bytes on purpose."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=PLAN_CSV_COLUMNS, lineterminator="\n")
-    w.writeheader()
     offsets = m.offsets()
     steps = m.lifetimes.steps
+    rows = []
     for t in sorted(m.lifetimes.tensors, key=lambda t: (offsets[t.key], t.first, t.key)):
-        w.writerow(
+        aligned = align_up(t.nbytes, m.alignment)
+        rows.append(
             {
                 "name": t.tensor,
                 "subgraph": t.graph,
                 "offset": offsets[t.key],
-                "end": offsets[t.key] + align_up(t.nbytes, m.alignment),
+                "end": offsets[t.key] + aligned,
                 "bytes": t.nbytes,
-                "aligned_bytes": align_up(t.nbytes, m.alignment),
+                "aligned_bytes": aligned,
                 "shape": "x".join(map(str, t.shape)),
                 "dtype": t.dtype,
                 "kind": t.kind,
@@ -194,7 +193,12 @@ def plan_csv(m: MemoryAnalysis) -> str:
                 "shares": t.shares,
             }
         )
-    return buf.getvalue()
+    return rows
+
+
+def plan_csv(m: MemoryAnalysis) -> str:
+    """:func:`plan_records` as CSV."""
+    return csv_text(PLAN_CSV_COLUMNS, plan_records(m))
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -202,9 +206,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _short(name: str, n: int = 60) -> str:
-    from infercast.report.units import short_name
-
-    return short_name(name, n)
+    return shown(short_name(name, n))
 
 
 def peak_lines(m: MemoryAnalysis) -> list[str]:
@@ -244,11 +246,10 @@ def render_plan(m: MemoryAnalysis, max_name: int = 60) -> Any:
     """A rich renderable: the buffers by offset, then the peak."""
     from rich.console import Group
     from rich.table import Table
-    from rich.text import Text
 
     g = m.graph
     table = Table(
-        title=f"{g.path or g.name}  activation arena plan ({len(m.allocations)} buffers)",
+        title=cell(f"{g.path or g.name}  activation arena plan ({len(m.allocations)} buffers)"),
         header_style="bold",
     )
     for col, just in [
@@ -264,20 +265,18 @@ def render_plan(m: MemoryAnalysis, max_name: int = 60) -> Any:
     peak_keys = {t.buffer for t in m.peak.tensors}
     for a in sorted(m.allocations, key=lambda a: (a.offset, a.first)):
         names = [by_key[k].tensor for k in a.tensors]
-        text = ", ".join(_short(n, max_name) for n in names)
         owner = by_key[a.buffer]
         table.add_row(
             f"{a.offset:,}",
             f"{a.end:,}",
             f"{a.nbytes:,}",
             f"{a.first}-{a.last}",
-            text,
-            f"{_shape(owner.shape)} {owner.dtype}",
+            cell(", ".join(_short(n, max_name) for n in names)),
+            cell(f"{_shape(owner.shape)} {owner.dtype}"),
             style="bold" if a.buffer in peak_keys else "",
         )
     lines: list[Any] = [table]
-    lines.extend(Text(line) for line in peak_lines(m))
-    lines.append(Text("bold rows: the buffers alive at the peak", style="dim"))
-    for note in m.notes:
-        lines.append(Text(f"note: {note}", style="dim"))
+    lines.extend(cell(line) for line in peak_lines(m))
+    lines.append(cell("bold rows: the buffers alive at the peak", style="dim"))
+    lines.extend(cell(f"note: {note}", style="dim") for note in m.notes)
     return Group(*lines)

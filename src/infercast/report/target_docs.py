@@ -31,10 +31,117 @@ def _check_line(chk: Check, target: Target) -> str:
     return f"- {reason_text(chk, target)} — {outcome} (`{chk.name}`)"
 
 
+def _units(t: Target) -> list[str]:
+    pl = t.placement
+    out = [
+        "## Compute units",
+        "",
+        "| unit | kind | description | clock | peak ops/s (1 MAC = 2 ops) | per-op overhead |",
+        "|---|---|---|---|---|---|",
+    ]
+    for u in t.units.values():
+        peaks = ", ".join(f"{d}: {_rate(v)}" for d, v in u.peak_ops_per_s.items())
+        clock = f"{_rate(u.clock_hz)}Hz" if u.clock_hz else "–"
+        role = {pl.accelerator: " (accelerator)", pl.fallback: " (fallback)"}.get(u.name, "")
+        out.append(
+            f"| `{u.name}`{role} | {u.kind} | {u.description} | {clock} | {peaks} | "
+            f"{u.op_overhead_s * 1e6:g} µs |"
+        )
+    return out
+
+
+def _memories(t: Target) -> list[str]:
+    out = ["## Memories", ""]
+    if not t.memories:
+        return [*out, "None declared."]
+    out += [
+        "| memory | size | bandwidth | holds | if it does not fit |",
+        "|---|---|---|---|---|",
+    ]
+    for m in t.memories.values():
+        holds = ", ".join(m.holds) or "– (not a capacity limit)"
+        over = "excess streamed" if m.on_overflow == "stream" else "does not fit"
+        out.append(
+            f"| `{m.name}` | {human_bytes(m.size_bytes)} | "
+            f"{_rate(m.bandwidth_bytes_per_s)}B/s | "
+            f"{holds} | {over} |"
+        )
+    return out
+
+
+def _placement(t: Target) -> list[str]:
+    pl = t.placement
+    single = pl.segments == "single" and pl.accelerator
+    out = [
+        "## Placement",
+        "",
+        "- Accelerator: "
+        + (f"`{pl.accelerator}`" if pl.accelerator else "none (every op runs on the fallback)"),
+        f"- Fallback processor: `{pl.fallback}`",
+        f"- Segments: {pl.segments}"
+        + (
+            " — " + C.SINGLE_SEGMENT.format(accelerator=pl.accelerator, fallback=pl.fallback)
+            if single
+            else ""
+        ),
+        f"- Operator names: {pl.op_names}",
+        f"- Crossing accelerator <-> {pl.fallback}: {t.crossing.fixed_s * 1e6:g} µs + bytes / "
+        f"{_rate(t.crossing.bytes_per_s)}B/s",
+        f"- One-time graph compilation: {t.graph_compile_s:g} s",
+    ]
+    if t.quantize_float_to != "none":
+        out.append(f"- The compiler quantises float tensors to {t.quantize_float_to}")
+    return out
+
+
+def _support(t: Target) -> list[str]:
+    pl = t.placement
+    sup = t.support
+    out = ["## Checks on every operator", ""]
+    out += [_check_line(c, t) for c in sup.generic] or ["None."]
+    out += ["", "## Operators the accelerator runs", ""]
+    if sup.all_ops:
+        out.append("Every operator (`*`), subject to the checks above.")
+    for op in sorted(o for o in sup.ops if o != "*"):
+        out.append(f"- `{op}`")
+        rule = sup.rules.get(op)
+        if rule is None:
+            continue
+        out += ["  " + _check_line(chk, t) for chk in rule.checks]
+        if rule.skip_generic:
+            out.append(f"  - not subject to: {', '.join(f'`{s}`' for s in rule.skip_generic)}")
+    out += [
+        "",
+        "## Not supported",
+        "",
+        f"Any operator not listed above runs on the `{pl.fallback}` ("
+        + C.NOT_LISTED.format(accelerator=pl.accelerator)
+        + ").",
+    ]
+    if sup.known_unsupported:
+        known = ", ".join(f"`{o}`" for o in sorted(sup.known_unsupported))
+        out += ["", f"Known unsupported: {known}."]
+    return out
+
+
+def _provenance(t: Target) -> list[str]:
+    out: list[str] = []
+    if t.uncertain:
+        out += ["## Uncertain values", "", *(f"- `{k}`" for k in t.uncertain), ""]
+    out += [
+        "## Calibration",
+        "",
+        f"calibrated: {'yes' if t.calibration.calibrated else 'no'}"
+        + (f" — {t.calibration.source}" if t.calibration.source else ""),
+    ]
+    if t.sources:
+        out += ["", "## Sources", "", *(f"- {s}" for s in t.sources)]
+    return out
+
+
 def render(target: Target) -> str:
     """The Markdown document of one target."""
     t = target
-    pl = t.placement
     names = [Path(p).name for p in t.chain]
     files = ", ".join(f"`{n}`" for n in names)
     out = [
@@ -47,106 +154,15 @@ def render(target: Target) -> str:
         "",
         f"Resolved from {files}. Values marked *uncertain* are starting points to calibrate.",
         "",
-        "## Compute units",
+        *_units(t),
         "",
-        "| unit | kind | description | clock | peak ops/s (1 MAC = 2 ops) | per-op overhead |",
-        "|---|---|---|---|---|---|",
+        *_memories(t),
+        "",
+        *_placement(t),
     ]
-    for u in t.units.values():
-        peaks = ", ".join(f"{d}: {_rate(v)}" for d, v in u.peak_ops_per_s.items())
-        clock = f"{_rate(u.clock_hz)}Hz" if u.clock_hz else "–"
-        role = (
-            " (accelerator)"
-            if u.name == pl.accelerator
-            else " (fallback)"
-            if u.name == pl.fallback
-            else ""
-        )
-        out.append(
-            f"| `{u.name}`{role} | {u.kind} | {u.description} | {clock} | {peaks} | "
-            f"{u.op_overhead_s * 1e6:g} µs |"
-        )
-    out += ["", "## Memories", ""]
-    if t.memories:
-        out += [
-            "| memory | size | bandwidth | holds | if it does not fit |",
-            "|---|---|---|---|---|",
-        ]
-        for m in t.memories.values():
-            holds = ", ".join(m.holds) or "– (not a capacity limit)"
-            over = "excess streamed" if m.on_overflow == "stream" else "does not fit"
-            out.append(
-                f"| `{m.name}` | {human_bytes(m.size_bytes)} | "
-                f"{_rate(m.bandwidth_bytes_per_s)}B/s | "
-                f"{holds} | {over} |"
-            )
-    else:
-        out.append("None declared.")
-    out += [
-        "",
-        "## Placement",
-        "",
-        "- Accelerator: "
-        + (f"`{pl.accelerator}`" if pl.accelerator else "none (every op runs on the fallback)"),
-        f"- Fallback processor: `{pl.fallback}`",
-        f"- Segments: {pl.segments}"
-        + (
-            " — " + C.SINGLE_SEGMENT.format(accelerator=pl.accelerator, fallback=pl.fallback)
-            if pl.segments == "single" and pl.accelerator
-            else ""
-        ),
-        f"- Operator names: {pl.op_names}",
-        f"- Crossing accelerator <-> {pl.fallback}: {t.crossing.fixed_s * 1e6:g} µs + bytes / "
-        f"{_rate(t.crossing.bytes_per_s)}B/s",
-        f"- One-time graph compilation: {t.graph_compile_s:g} s",
-    ]
-    if t.quantize_float_to != "none":
-        out.append(f"- The compiler quantises float tensors to {t.quantize_float_to}")
-    if pl.accelerator:
-        sup = t.support
-        out += ["", "## Checks on every operator", ""]
-        out += [_check_line(c, t) for c in sup.generic] or ["None."]
-        out += ["", "## Operators the accelerator runs", ""]
-        if sup.all_ops:
-            out.append("Every operator (`*`), subject to the checks above.")
-        for op in sorted(o for o in sup.ops if o != "*"):
-            rule = sup.rules.get(op)
-            if rule is None or (not rule.checks and not rule.skip_generic):
-                out.append(f"- `{op}`")
-                continue
-            out.append(f"- `{op}`")
-            for chk in rule.checks:
-                out.append("  " + _check_line(chk, t))
-            if rule.skip_generic:
-                out.append(f"  - not subject to: {', '.join(f'`{s}`' for s in rule.skip_generic)}")
-        out += [
-            "",
-            "## Not supported",
-            "",
-            f"Any operator not listed above runs on the `{pl.fallback}` ("
-            + C.NOT_LISTED.format(accelerator=pl.accelerator)
-            + ").",
-        ]
-        if sup.known_unsupported:
-            out += [
-                "",
-                "Known unsupported: "
-                + ", ".join(f"`{o}`" for o in sorted(sup.known_unsupported))
-                + ".",
-            ]
-    if t.uncertain:
-        out += ["", "## Uncertain values", ""]
-        out += [f"- `{k}`" for k in t.uncertain]
-    out += [
-        "",
-        "## Calibration",
-        "",
-        f"calibrated: {'yes' if t.calibration.calibrated else 'no'}"
-        + (f" — {t.calibration.source}" if t.calibration.source else ""),
-    ]
-    if t.sources:
-        out += ["", "## Sources", ""]
-        out += [f"- {s}" for s in t.sources]
+    if t.placement.accelerator:
+        out += ["", *_support(t)]
+    out += ["", *_provenance(t)]
     return "\n".join(out) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from infercast.bench.harness import RunSpec
@@ -33,6 +34,10 @@ class BenchProgress:
         )
         self._progress.start()
         self._task = self._progress.add_task("", total=100.0)
+
+    def start(self, specs: Sequence[RunSpec]) -> None:
+        """The runs are planned: ``specs`` is how many there are."""
+        self.total = len(specs)
 
     def update(self, i: int, spec: RunSpec, phase: str, done: float) -> None:
         if not self.enabled:
