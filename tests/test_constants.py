@@ -23,7 +23,7 @@ from onnx import numpy_helper
 
 import infercast
 from infercast.ir.graph import Graph
-from infercast.targets import place
+from infercast.targets import load_target, place
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import limits_int8_model
@@ -70,9 +70,12 @@ def test_onnx_constants_equal_the_onnx_library(keras_dir: Path) -> None:
 
 
 def _weight_sum_layers(graph: Graph) -> dict[str, tuple[str, tuple[str, ...]]]:
-    report = place(graph, "ethos-u55-128")
+    report = place(graph, load_target("ethos-u55-128"))
     return {
-        ly.name: (ly.placement, tuple(r.line() for r in ly.reasons if r.check == "weight_sum_max"))
+        ly.name: (
+            ly.placement,
+            tuple(f"{r.text}: {r.detail}" for r in ly.reasons if r.check == "weight_sum_max"),
+        )
         for ly in report.layers
     }
 
