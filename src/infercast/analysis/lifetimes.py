@@ -207,10 +207,6 @@ class _Builder:
         self.where.setdefault(k, (g, name))
         return k
 
-    def touch(self, g: Graph, name: str, step: int) -> str | None:
-        keys = self.touch_names(self.keys_of(g), g, (name,), step)
-        return keys[0] if keys else None
-
     def keys_of(self, g: Graph) -> dict[str, str | None]:
         """The arena key of each of ``g``'s tensor names seen so far (None: not arena)."""
         keys = self.key_cache.get(id(g))

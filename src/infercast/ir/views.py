@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from infercast.ir.graph import Dim, Tensor
+from infercast.ir.graph import Tensor
 
 
 class ShapeUnknownError(Exception):
@@ -96,7 +96,3 @@ def kernel_dims(w: Tensor, layout: str) -> KernelDims:
     in_c = shape[layout.index("I")] if "I" in layout else 1
     spatial = tuple(d for d, axis in zip(shape, layout, strict=True) if axis not in "OI1")
     return KernelDims(out_c, in_c, spatial)
-
-
-def dims_known(shape: tuple[Dim, ...] | None) -> bool:
-    return shape is not None and all(d is not None for d in shape)
