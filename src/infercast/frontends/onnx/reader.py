@@ -376,9 +376,38 @@ _DATA_FIELDS = (
 def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
     g = model.graph
     _strip_weight_data(g)
+    notes: list[str] = []
+    _fix_inputs(path, model, input_shapes, notes)
+    shapes = _inferred_shapes(path, model, bool(input_shapes), notes)
+    opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
+    meta = {
+        "ir_version": str(model.ir_version),
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
+    }
+    graph = _graph(path, model.graph, {}, notes, shapes, _Constants(path))
+    return Graph(
+        name=graph.name,
+        format="onnx",
+        layout="NCHW",
+        tensors=graph.tensors,
+        nodes=graph.nodes,
+        inputs=graph.inputs,
+        outputs=graph.outputs,
+        path=path,
+        subgraphs=graph.subgraphs,
+        metadata=meta,
+        notes=tuple(notes),
+        constants=graph.constants,
+    )
+
+
+def _fix_inputs(path: str, model: Any, input_shapes: Mapping[str, Shape], notes: list[str]) -> None:
+    """Give the model's inputs the shapes asked for (a leading dynamic batch alone
+    becomes 1, with a note); refuse inputs that stay symbolic, saying what to give."""
+    g = model.graph
     init_names = {t.name for t in g.initializer}
     real_inputs = [vi for vi in g.input if vi.name not in init_names]
-    notes: list[str] = []
     given = dict(input_shapes)
     for vi in real_inputs:
         if vi.name in given or not vi.type.HasField("tensor_type"):
@@ -415,11 +444,18 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
             "does not give a consistent graph; the model's documentation says what it expects)",
         )
 
+
+def _inferred_shapes(
+    path: str, model: Any, shapes_given: bool, notes: list[str]
+) -> dict[str, tuple[DType, Shape | None]]:
+    """ONNX's shape inference over the whole model; where it leaves used outputs
+    unknown, again after folding small constant computations, if that knows more."""
+    g = model.graph
     has_external = any(t.data_location == 1 for t in g.initializer)
-    use_path = has_external and os.path.exists(path) and not input_shapes
+    use_path = has_external and os.path.exists(path) and not shapes_given
     inferred = _infer(model, path if use_path else None, notes)
     shapes = _collect_shapes(inferred.graph)
-    graphs = _graph_protos(model.graph)
+    graphs = _graph_protos(g)
     used = _used_names(graphs)
     before = _unknown_outputs(graphs, shapes, used)
     if before:
@@ -438,27 +474,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
                     f"that shape inference could see through them ({before - after} more "
                     "shapes known)"
                 )
-    opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
-    meta = {
-        "ir_version": str(model.ir_version),
-        "producer": f"{model.producer_name} {model.producer_version}".strip(),
-        "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
-    }
-    graph = _graph(path, model.graph, {}, notes, shapes, _Constants(path))
-    return Graph(
-        name=graph.name,
-        format="onnx",
-        layout="NCHW",
-        tensors=graph.tensors,
-        nodes=graph.nodes,
-        inputs=graph.inputs,
-        outputs=graph.outputs,
-        path=path,
-        subgraphs=graph.subgraphs,
-        metadata=meta,
-        notes=tuple(notes),
-        constants=graph.constants,
-    )
+    return shapes
 
 
 def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> bool:
