@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -219,8 +220,14 @@ def test_target_peak_is_half_the_rated_ops() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    # tables fit COLUMNS when it is set (some runners set it): piped and unset, every column
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     return subprocess.run(
-        [sys.executable, "-m", "infercast", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "infercast", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 

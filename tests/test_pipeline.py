@@ -136,6 +136,7 @@ LAYERS = [
     {"targets"},
     {"bench"},
     {"estimate"},
+    {"whatif"},
     {"report"},
     {"api"},
     {"cli"},

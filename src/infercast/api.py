@@ -51,8 +51,13 @@ from infercast.report import memory as memory_report
 from infercast.report import placement as placement_report
 from infercast.report import targets as targets_report
 from infercast.report import validation as validation_report
+from infercast.report import whatif as whatif_report
 from infercast.targets import PlacementReport, Target, load_target, place
 from infercast.targets import list_targets as builtin_targets
+from infercast.whatif import WhatIfResult as _WhatIf
+from infercast.whatif import whatif as run_whatif
+from infercast.whatif.advise import AdviceResult as _Advice
+from infercast.whatif.advise import advise as run_advise
 
 ModelLike = str | os.PathLike[str] | Graph
 TargetLike = str | os.PathLike[str] | Target
@@ -308,6 +313,60 @@ def bench(
     return _upgrade(BenchResult, rep)
 
 
+def bench_remote(
+    model: str | os.PathLike[str],
+    board: str,
+    runtimes: Sequence[str] | None = None,
+    threads: Sequence[int | None] | None = None,
+    sweeps: Mapping[str, Sequence[str]] | None = None,
+    *,
+    input_shapes: InputShapes = None,
+    target: TargetLike | None = None,
+    peak_gmacs: float | None = None,
+    timeout_s: float = 600.0,
+    connect_timeout_s: float = 15.0,
+    remote_python: str | None = None,
+    delegate: str | None = None,
+    delegate_options: Sequence[str] = (),
+    on_start: Callable[[Sequence[RunSpec]], None] | None = None,
+    on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
+    **run_options: Any,
+) -> BenchResult:
+    """:func:`bench` on a board over SSH (``board``: a name of the boards file or
+    ``[user@]host[:port]``; :mod:`infercast.bench.remote`): the board's runtime, the same
+    protocol, the board's environment; ``target`` defaults to the board's."""
+    from infercast.bench.remote import bench_remote as run_remote
+    from infercast.bench.remote_cli import plan
+
+    brd, specs, tgt = plan(
+        Path(model),
+        board,
+        remote_python=remote_python,
+        runtimes=runtimes,
+        threads=threads,
+        sweeps=sweeps or {},
+        delegate=delegate,
+        delegate_options=delegate_options,
+        target=target,
+        common={"input_shapes": input_shapes or {}, **run_options},
+    )
+    tgt = tgt if peak_gmacs is None else None
+    analysis, notes = _static_cost(model, input_shapes, required=tgt is not None)
+    if on_start is not None:
+        on_start(specs)
+    rep = run_remote(
+        specs,
+        brd,
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        peak_for=peak_for(tgt, peak_gmacs, analysis),
+        on_progress=on_progress,
+        analysis=analysis,
+        notes=notes,
+    )
+    return _upgrade(BenchResult, rep)
+
+
 @dataclass(frozen=True)
 class ProfileResult(Joined):
     """A per-op profile joined with the model's static cost (a
@@ -453,7 +512,137 @@ def list_targets() -> TargetList:
     return TargetList(tuple(builtin_targets()))
 
 
+# --------------------------------------------------------------------------- #
+# whatif, advise
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class WhatIfResult(_WhatIf):
+    """Variants of a model on a target (:class:`infercast.whatif.WhatIfResult`)."""
+
+    def to_records(self) -> Records:
+        """One flat dict per variant (memories as ``<name>_required_bytes`` / ``_fits``)."""
+        return whatif_report.records(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return whatif_report.to_dict(self)
+
+
+def whatif(
+    model: ModelLike,
+    target: TargetLike,
+    input_shapes: InputShapes = None,
+    **options: Any,
+) -> WhatIfResult:
+    """Variants of the model on ``target``: ``resolution=[128, 160]``, ``width=[0.5, 1.0]``,
+    ``dtype=["int8"]``, ``quant``, ``replace=["HARD_SWISH=RELU6"]``, ``keep``, ``divisor``,
+    ``threads``, ``fit=True`` (with ``budget_s``): :func:`infercast.whatif.whatif`.
+    ``to_records()`` gives one row per variant, ``to_dict()`` ``infercast.whatif/1``."""
+    result = run_whatif(_graph(model, input_shapes), _target(target), **options)
+    return _upgrade(WhatIfResult, result)
+
+
+@dataclass(frozen=True)
+class AdviceResult(_Advice):
+    """Ranked advice (:class:`infercast.whatif.advise.AdviceResult`)."""
+
+    def to_records(self) -> Records:
+        """One flat dict per item, ranked."""
+        return whatif_report.advice_records(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return whatif_report.advice_dict(self)
+
+
+def advise(model: ModelLike, target: TargetLike, input_shapes: InputShapes = None) -> AdviceResult:
+    """Ranked advice for the model on ``target``, each item's gain from its what-if
+    (``infercast advise``); ``to_dict()`` gives ``infercast.advice/1``."""
+    return _upgrade(AdviceResult, run_advise(_graph(model, input_shapes), _target(target)))
+
+
+# The HTML report
+# --------------------------------------------------------------------------- #
+
+
+def html_report(
+    model: ModelLike,
+    targets: Sequence[TargetLike] = (),
+    input_shapes: InputShapes = None,
+    *,
+    profile: str | os.PathLike[str] | None = None,
+    profile_kind: str | None = None,
+    whatif: Any = None,
+    output: str | os.PathLike[str] | None = None,
+) -> str:
+    """One self-contained HTML page of ``model`` on ``targets`` (``infercast report``).
+
+    ``profile``: a per-op profile (measured points on the roofline, a measured
+    column); ``whatif``: a what-if result (its ``to_dict()``, the JSON document or
+    a path to it), shown as the variant table. The model is loaded once and each
+    stage runs once per target. Returns the HTML; writes it to ``output`` when given.
+    """
+    import json
+
+    from infercast.report.html import ReportInputs, render_html, whatif_document
+
+    loaded = [_target(t) for t in targets]
+    doc = None
+    if isinstance(whatif, str | os.PathLike):
+        where = os.fspath(whatif)
+        try:
+            raw = json.loads(Path(where).read_text("utf-8"))
+        except OSError as exc:
+            raise InfercastError(f"cannot read {where}: {exc.strerror}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InfercastError(f"{where}: not a JSON what-if result ({exc})") from None
+        doc = whatif_document(raw, where)
+    elif whatif is not None:
+        doc = whatif_document(whatif)
+    graph = _graph(model, input_shapes)
+    memory = plan_graph(graph)
+    analysis = analyze_graph(graph)
+    forecasts = [
+        forecast(graph, t, placement=place(graph, t, memory=memory), analysis=analysis)
+        for t in loaded
+    ]
+    joined = None
+    if profile is not None:
+        joined = join_profile(analysis, read_profile(Path(profile), profile_kind))
+    text = render_html(
+        ReportInputs(
+            analysis=analysis,
+            memory=memory,
+            forecasts=tuple(forecasts),
+            joined=joined,
+            profile_source=os.fspath(profile) if profile is not None else "",
+            whatif=doc,
+        )
+    )
+    if output is not None:
+        _write_atomic(Path(output), text)
+    return text
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import tempfile
+
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
 __all__ = [
+    "AdviceResult",
     "AnalysisResult",
     "BenchResult",
     "Calibration",
@@ -463,15 +652,19 @@ __all__ = [
     "ProfileResult",
     "TargetList",
     "ValidationResult",
+    "WhatIfResult",
+    "advise",
     "analyze",
     "bench",
     "calibrate",
     "check",
     "estimate",
+    "html_report",
     "list_targets",
     "load",
     "load_target",
     "plan_memory",
     "profile_import",
     "validate",
+    "whatif",
 ]

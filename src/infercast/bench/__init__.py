@@ -165,7 +165,8 @@ def assemble(
     analysis: Analysis | None = None,
     notes: Sequence[str] = (),
 ) -> BenchReport:
-    """A :class:`BenchReport` of finished runs: each profile joined with ``analysis``."""
+    """The :class:`BenchReport` of finished runs (here, or on a board): each profile joined
+    with ``analysis``, the model's static cost (without it: no MAC/s figures)."""
     model = specs[0].model
     joins: dict[int, Joined] = {}
     peaks: dict[int, float | None] = {}

@@ -7,7 +7,8 @@ Exit codes:
 * 2 -- bad input (unreadable model, bad option, bad target file): one line on stderr
   says what was wrong and what to do;
 * 3 -- ``check``: something falls back to the CPU or does not fit; ``bench``: a run
-  failed, crashed or timed out (the others are still reported);
+  failed, crashed or timed out (the others are still reported); ``whatif --fit``: no
+  variant in the searched ranges fits;
 * 4 -- ``analyze`` / ``estimate``: some layer's cost is unknown; the full output is
   still written and its totals say they are incomplete;
 * 130 -- interrupted.
@@ -23,7 +24,19 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
-from infercast.cli import analyze, bench, calibrate, check, estimate, profile, targets, validate
+from infercast.cli import (
+    advise,
+    analyze,
+    bench,
+    calibrate,
+    check,
+    estimate,
+    profile,
+    report,
+    targets,
+    validate,
+    whatif,
+)
 from infercast.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 from infercast.errors import InfercastError
 from infercast.report.text import one_line
@@ -50,6 +63,9 @@ app.command()(calibrate.calibrate)
 app.command()(validate.validate)
 app.command()(bench.bench)
 app.add_typer(profile.app, name="profile")
+app.command()(report.report)
+app.command()(whatif.whatif)
+app.command()(advise.advise)
 
 EXIT_INTERRUPTED = 130
 

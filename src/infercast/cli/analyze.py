@@ -7,18 +7,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
+    TopNOpt,
     exit_if_incomplete,
+    table_options,
 )
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
     from infercast.api import AnalysisResult, EstimateResult, MemoryPlan
+    from infercast.report.table import TableOptions
 
 MemoryPlanOpt = Annotated[
     bool,
@@ -58,6 +64,10 @@ def analyze(
     alignment: AlignmentOpt = 16,
     in_place: InPlaceOpt = False,
     target: ForecastTargetOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL.
 
@@ -72,6 +82,7 @@ def analyze(
             f"--alignment must be a positive number of bytes, not {alignment}",
             "use --alignment 16 (TFLite Micro) or 1 for none",
         )
+    opts = table_options(columns, sort, top)
     tgt = api.load_target(target) if target is not None and not memory_plan else None
     out = Output(output, [model, *(tgt.chain if tgt else ())])
     graph = api.load(model, parse_input_shapes(input_shape or []))
@@ -83,7 +94,7 @@ def analyze(
     forecast = None
     if tgt is not None:
         forecast = api.estimate(graph, tgt, analysis=result, memory=memory)
-    _render(result, forecast, fmt, out)
+    _render(result, forecast, fmt, out, opts, by is not None)
     exit_if_incomplete(incomplete_message(result))
 
 
@@ -99,7 +110,12 @@ def _render_plan(memory: MemoryPlan, fmt: Format, out: Output) -> None:
 
 
 def _render(
-    result: AnalysisResult, forecast: EstimateResult | None, fmt: Format, out: Output
+    result: AnalysisResult,
+    forecast: EstimateResult | None,
+    fmt: Format,
+    out: Output,
+    opts: TableOptions,
+    by_op: bool,
 ) -> None:
     from infercast.report import analysis as rep
     from infercast.report import estimate as est_rep
@@ -117,9 +133,12 @@ def _render(
             rows = est_rep.with_forecast(result.to_records(), forecast)
             out.text(csv_text([*rep.CSV_COLUMNS, *est_rep.FORECAST_COLUMNS], rows))
     elif forecast is None:
-        out.rich(rep.render_table(result, result.memory_plan))
+        out.rich(rep.render_table(result, result.memory_plan, opts, by_op=by_op))
     else:
         from rich.console import Group
 
-        tables = rep.render_table(result, result.memory_plan), est_rep.render_table(forecast)
+        tables = (
+            rep.render_table(result, result.memory_plan, opts, by_op=by_op),
+            est_rep.render_table(forecast, opts, by_op=by_op),
+        )
         out.rich(Group(*tables))

@@ -30,7 +30,8 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Fit from per-op profiles measured elsewhere (ONNX Runtime "
-        "JSON or benchmark_model --enable_op_profiling output); repeat.",
+        "JSON, benchmark_model --enable_op_profiling output, or an infercast bench "
+        "--profile -f json result, e.g. from --remote: its model is known); repeat.",
     ),
 ]
 ModelsOpt = Annotated[
@@ -63,7 +64,12 @@ def calibrate(
     import infercast.api as api
     from infercast.report.calibration import summary_text
 
+    tgt = api.load_target(target)
     ms = list(models or [])
+    if profiles and not ms:  # bench JSON results (e.g. from --remote) name their model
+        from infercast.bench.profiles.result import result_models
+
+        ms = [Path(m) for m in result_models(profiles, tgt.name, tgt.raw.get("extends"))]
     if profiles and (not ms or (len(ms) != 1 and len(ms) != len(profiles))):
         raise InfercastError(
             f"--from needs the model each profile was measured on: {len(profiles)} "
@@ -71,7 +77,6 @@ def calibrate(
             "pass one --model for all profiles, or one per profile in the same order",
         )
     pairs = [(ms[0] if len(ms) == 1 else ms[i], p) for i, p in enumerate(profiles or [])]
-    tgt = api.load_target(target)
     out = Output(output, [*ms, *(profiles or []), tgt.path, *tgt.chain])
     result = api.calibrate(
         tgt, runtime=runtime, profiles=pairs, threads=threads, budget_s=budget, progress=progress

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -89,17 +89,47 @@ class Output:
         self.text(dumps(doc))
 
     def rich(self, renderable: object) -> None:
-        """Print a rich renderable to the terminal, or its plain text to the file."""
+        """Print a rich renderable: to the terminal (its width, colours), or as plain text to a
+        pipe or the file (unbounded unless ``COLUMNS`` is set: every column, one line a row).
+        Model strings are never markup: renderers build Text from escaped strings."""
         from rich.console import Console
 
-        if self.path is None:
-            width = max(Console().width, 160) if not sys.stdout.isatty() else None
-            Console(width=width).print(renderable)
-            return
+        width = output_width(self.path)
+        tty = self.path is None and sys.stdout.isatty()
         with open(os.devnull, "w") as sink:
-            buf = Console(record=True, width=200, file=sink)
+            buf = Console(
+                record=True,
+                width=width or UNBOUNDED,
+                file=sink,
+                force_terminal=tty,
+                no_color=not tty,
+                highlight=False,
+                emoji=False,
+                markup=False,
+                soft_wrap=False,
+            )
             buf.print(renderable)
-        self.text(buf.export_text())
+            text = buf.export_text(styles=tty)
+        self.text("\n".join(line.rstrip() for line in text.splitlines()))
+
+
+UNBOUNDED = 100_000
+"""Width of a console with no limit: piped output and files keep every column, one line a row."""
+
+
+def output_width(output: Path | None) -> int | None:
+    """The width tables are laid out to: ``COLUMNS`` when set, else the terminal's; None
+    (no limit) for a file or a pipe."""
+    if output is not None:
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -169,3 +199,44 @@ def exit_if_incomplete(message: str | None) -> None:
 
     print(f"infercast: {one_line(message)} (exit {EXIT_INCOMPLETE})", file=sys.stderr)
     raise SystemExit(EXIT_INCOMPLETE)
+
+
+class ByWhat(StrEnum):
+    op = "op"
+
+
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="Table: the columns to show, comma-separated keys (the error lists them).",
+    ),
+]
+SortOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sort", help="Table: sort rows by this column key (numbers largest first; -KEY / +KEY)."
+    ),
+]
+TopNOpt = Annotated[
+    int | None,
+    typer.Option("--top", help="Table: only the N heaviest rows (or the first N by --sort)."),
+]
+ByOpt = Annotated[
+    ByWhat | None,
+    typer.Option("--by", help="Table: one row per op type instead of per layer."),
+]
+
+
+def table_options(columns: str | None, sort: str | None, top: int | None) -> Any:
+    """``--columns``, ``--sort``, ``--top`` as :class:`~infercast.report.table.TableOptions`."""
+    from infercast.report.table import TableOptions
+
+    return TableOptions.parse(columns, sort, top)
+
+
+def main_labels(graph: Any) -> dict[int, str]:
+    """Layer index -> its short unique label (:mod:`infercast.report.names`), main graph."""
+    from infercast.report.names import graph_labels
+
+    return {i: lbl for (sub, i), lbl in graph_labels(graph).items() if sub == graph.name}

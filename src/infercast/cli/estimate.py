@@ -7,14 +7,19 @@ from typing import Annotated
 import typer
 
 from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
     exit_if_incomplete,
+    table_options,
 )
 
 NoFuseOpt = Annotated[
@@ -29,6 +34,10 @@ def estimate(
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
     no_fuse: NoFuseOpt = False,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
 
@@ -42,6 +51,7 @@ def estimate(
     from infercast.report import estimate as rep
     from infercast.report.analysis import incomplete_message
 
+    opts = table_options(columns, sort, top)
     tgt = api.load_target(target)
     out = Output(output, [model, tgt.path, *tgt.chain])
     graph = api.load(model, parse_input_shapes(input_shape or []))
@@ -51,7 +61,7 @@ def estimate(
     elif fmt is Format.csv:
         out.text(rep.to_csv(fc))
     else:
-        out.rich(rep.render_table(fc))
+        out.rich(rep.render_table(fc, opts, by_op=by is not None))
     if not fc.complete:
         message = incomplete_message(fc.analysis) if fc.analysis is not None else None
         exit_if_incomplete(message or rep.incomplete(fc))

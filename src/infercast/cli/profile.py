@@ -8,7 +8,18 @@ from typing import Annotated
 import typer
 
 from infercast.cli.bench import PeakGmacsOpt
-from infercast.cli.common import Format, FormatOpt, InputShapeOpt, OutOpt, Output
+from infercast.cli.common import (
+    ByOpt,
+    ColumnsOpt,
+    Format,
+    FormatOpt,
+    InputShapeOpt,
+    OutOpt,
+    Output,
+    SortOpt,
+    main_labels,
+    table_options,
+)
 from infercast.errors import InfercastError
 
 app = typer.Typer(help="Per-op profiles measured elsewhere.", no_args_is_help=True)
@@ -50,6 +61,9 @@ def profile_import(
     top: TopOpt = 10,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    by: ByOpt = None,
 ) -> None:
     """Join a per-op profile measured elsewhere with MODEL's static cost."""
     import infercast.api as api
@@ -61,9 +75,11 @@ def profile_import(
         raise InfercastError(f"--kind '{kind}' is not one of {', '.join(KINDS)}")
     tgt = api.load_target(target) if target is not None and peak_gmacs is None else None
     out = Output(output, [file, model, *(tgt.chain if tgt else ())])
+    opts = table_options(columns, sort, None)
+    graph = api.load(model, parse_input_shapes(input_shape or []))
     joined = api.profile_import(
         file,
-        api.load(model, parse_input_shapes(input_shape or [])),
+        graph,
         kind=kind,
         skip_runs=skip_runs,
         target=tgt,
@@ -78,4 +94,8 @@ def profile_import(
         from rich.console import Group
 
         title = f"{file.name} on {model.name}"
-        out.rich(Group(*rep.render_join(joined, title=title, top=top)))
+        labels = main_labels(graph)
+        parts = rep.render_join(
+            joined, title=title, top=top, opts=opts, by_op=by is not None, labels=labels
+        )
+        out.rich(Group(*parts))

@@ -155,6 +155,7 @@ def _runtime_version(runtime: str) -> str:
 def read_profile(path: str | Path) -> Any:
     """A per-op profile file: ONNX Runtime JSON or TFLite ``benchmark_model`` output."""
     from infercast.bench.profiles.ort import read_ort_profile
+    from infercast.bench.profiles.result import is_bench_result, read_bench_result
     from infercast.bench.profiles.tflite import looks_like_tflite_benchmark, read_tflite_benchmark
 
     p = Path(path)
@@ -164,6 +165,8 @@ def read_profile(path: str | Path) -> Any:
         raise CalibrationError(f"cannot read profile {p}: {exc.strerror}") from exc
     if looks_like_tflite_benchmark(head):
         return read_tflite_benchmark(p)
+    if is_bench_result(p):  # infercast bench -f json, here or from a board (--remote)
+        return read_bench_result(p).profile
     if head.lstrip().startswith(("[", "{")):
         return read_ort_profile(p)
     raise CalibrationError(

@@ -14,8 +14,11 @@ from infercast.analysis.cost import Analysis, LayerCost
 from infercast.analysis.memory import MemoryAnalysis
 from infercast.ir.graph import Graph, Shape
 from infercast.report.memory import MEMORY_CONVENTIONS, peak_lines, summary_dict
-from infercast.report.text import cell, csv_text
-from infercast.report.units import human_bytes, human_count, short_name
+from infercast.report.names import graph_labels
+from infercast.report.summaries import op_summary
+from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, by_op_grid, entry
+from infercast.report.text import cell, csv_text, shown
+from infercast.report.units import human_bytes, human_count
 
 SCHEMA = "infercast.analysis/1"
 
@@ -189,74 +192,136 @@ def _shape_text(shapes: tuple[Shape | None, ...]) -> str:
     )
 
 
-_COLUMNS = (
-    ("#", "right"), ("name", "left"), ("op", "left"), ("output", "left"), ("MACs", "right"),
-    ("FLOPs", "right"), ("params", "right"), ("weights", "right"), ("act in", "right"),
-    ("act out", "right"), ("live", "right"), ("FLOP/B", "right"),
-)  # fmt: skip
-_STATUS_STYLE = {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}
+ANALYZE_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=20),
+    Col("op", "op", numeric=False, prio=2, min_width=10),
+    Col("native_op", "native op", numeric=False, prio=7, min_width=10),
+    Col("output", "output", numeric=False, prio=5, min_width=9),
+    Col("macs", "MACs", prio=0),
+    Col("flops", "FLOPs", prio=3),
+    Col("params", "params", prio=4),
+    Col("weights", "weights", prio=2, short="wts"),
+    Col("act_in", "act in", prio=6),
+    Col("act_out", "act out", prio=6),
+    Col("live", "live", prio=1),
+    Col("intensity", "FLOP/B", prio=5),
+]
+"""The analysis table's columns; ``prio``: which go first in a narrow terminal."""
 
 
-def _layer_row(ly: LayerCost, mem: MemoryAnalysis, multi: bool, max_name: int) -> list[Any]:
-    name = short_name(ly.name, max_name)
-    if multi:
-        name = f"{ly.subgraph}:{name}"
-    ai = ly.arithmetic_intensity
-    live = mem.layer_live_bytes(ly.subgraph, ly.index)
-    at_peak = (ly.subgraph, ly.index) == (mem.peak.graph, mem.peak.node_index)
-    return [
-        str(ly.index),
-        cell(name),
-        cell(ly.op if ly.op == ly.native_op.lower() else f"{ly.op} ({ly.native_op})"),
-        _shape_text(ly.output_shapes),
-        "?" if ly.macs is None else human_count(ly.macs),
-        "?" if ly.flops is None else human_count(ly.flops),
-        human_count(ly.params) if ly.params else "",
-        human_bytes(ly.weight_bytes) if ly.weight_bytes else "",
-        "?" if ly.input_bytes is None else human_bytes(ly.input_bytes),
-        "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
-        "" if live is None else human_bytes(live) + (" ◀ peak" if at_peak else ""),
-        "" if ai is None else f"{ai:.1f}",
-    ]
-
-
-def render_table(a: Analysis, memory: MemoryAnalysis, max_name: int = 40) -> Any:
-    """A rich renderable: per-layer table, totals, the memory peak, unsupported ops, notes."""
-    from rich.console import Group
-    from rich.table import Table
-
-    g = a.graph
-    t = a.totals
+def layer_grid(a: Analysis, memory: MemoryAnalysis) -> Grid:
+    """The per-layer table as data (one short unique name per layer: report.names)."""
     mem = memory
-    title = cell(f"{g.path or g.name}  ({g.format}, {len(a.layers)} layers)")
-    table = Table(title=title, show_lines=False, header_style="bold")
-    for col, just in _COLUMNS:
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    multi = len({ly.subgraph for ly in a.layers}) > 1
-    peak = (mem.peak.graph, mem.peak.node_index)
+    g = a.graph
+    labels = graph_labels(g)
+    rows: list[Row] = []
+    styles: list[str] = []
     for ly in a.layers:
-        at_peak = (ly.subgraph, ly.index) == peak
-        style = "bold magenta" if at_peak else _STATUS_STYLE.get(ly.status, "")
-        table.add_row(*_layer_row(ly, mem, multi, max_name), style=style)
+        ai = ly.arithmetic_intensity
+        live = mem.layer_live_bytes(ly.subgraph, ly.index)
+        at_peak = (ly.subgraph, ly.index) == (mem.peak.graph, mem.peak.node_index)
+        rows.append(
+            {
+                "index": entry(ly.index, ly.index),
+                "name": entry(labels.get((ly.subgraph, ly.index), ly.name), ly.name),
+                "op": entry(ly.op, ly.op),
+                "native_op": entry(ly.native_op, ly.native_op),
+                "output": entry(_shape_text(ly.output_shapes)),
+                "macs": entry("?" if ly.macs is None else human_count(ly.macs), ly.macs),
+                "flops": entry("?" if ly.flops is None else human_count(ly.flops), ly.flops),
+                "params": entry(human_count(ly.params) if ly.params else "", ly.params),
+                "weights": entry(
+                    human_bytes(ly.weight_bytes) if ly.weight_bytes else "", ly.weight_bytes
+                ),
+                "act_in": entry(
+                    "?" if ly.input_bytes is None else human_bytes(ly.input_bytes), ly.input_bytes
+                ),
+                "act_out": entry(
+                    "?" if ly.output_bytes is None else human_bytes(ly.output_bytes),
+                    ly.output_bytes,
+                ),
+                "live": entry(
+                    "" if live is None else human_bytes(live) + (" ◀ peak" if at_peak else ""),
+                    live,
+                ),
+                "intensity": entry("" if ai is None else f"{ai:.1f}", ai),
+            }
+        )
+        styles.append(
+            "bold magenta"
+            if at_peak
+            else {"unsupported": "red", "unknown_shape": "yellow", "folded": "dim"}.get(
+                ly.status, ""
+            )
+        )
+    t = a.totals
     ai = t.arithmetic_intensity
-    table.add_section()
-    table.add_row(
-        "",
-        "total",
-        "",
-        "",
-        human_count(t.macs),
-        human_count(t.flops),
-        human_count(t.params),
-        human_bytes(t.weight_bytes),
-        human_bytes(t.input_bytes),
-        human_bytes(t.output_bytes),
-        human_bytes(mem.arena_bytes),
-        "" if ai is None else f"{ai:.1f}",
-        style="bold",
+    total = {
+        "name": entry("total"),
+        "macs": entry(human_count(t.macs)),
+        "flops": entry(human_count(t.flops)),
+        "params": entry(human_count(t.params)),
+        "weights": entry(human_bytes(t.weight_bytes)),
+        "act_in": entry(human_bytes(t.input_bytes)),
+        "act_out": entry(human_bytes(t.output_bytes)),
+        "live": entry(human_bytes(mem.arena_bytes)),
+        "intensity": entry("" if ai is None else f"{ai:.1f}"),
+    }
+    title = f"{shown(g.path or g.name)}  ({g.format}, {len(a.layers)} layers)"
+    return Grid(
+        list(ANALYZE_COLUMNS),
+        rows,
+        title=title,
+        total=total,
+        row_styles=styles,
+        default_sort="macs",
+        noun="layers",
     )
+
+
+def op_grid(a: Analysis) -> Grid:
+    """``--by op``: layers, MACs, FLOPs, params and weight bytes per op type."""
+    rows = op_summary(
+        a.layers,
+        lambda ly: ly.op,
+        [
+            ("macs", lambda ly: ly.macs),
+            ("flops", lambda ly: ly.flops),
+            ("params", lambda ly: ly.params),
+            ("weights", lambda ly: ly.weight_bytes),
+        ],
+    )
+    total = a.totals.macs or 1
+    grid = by_op_grid(
+        f"{shown(a.graph.path or a.graph.name)}  by op ({len(a.layers)} layers)",
+        [(r.op, r.count, {**r.values, "share": r.values["macs"] / total}) for r in rows],
+        [
+            ("macs", "MACs", human_count),
+            ("share", "% MACs", lambda v: f"{100 * v:.1f}"),
+            ("flops", "FLOPs", human_count),
+            ("params", "params", human_count),
+            ("weights", "weights", human_bytes),
+        ],
+    )
+    return grid
+
+
+def render_table(
+    a: Analysis,
+    memory: MemoryAnalysis,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+) -> Any:
+    """A rich renderable: per-layer (or per-op) table, totals, the memory peak, unsupported
+    ops, notes. Columns fit the width it is printed at (:class:`FitTable`)."""
+    mem = memory
+    from rich.console import Group
+
+    t = a.totals
+    grid = op_grid(a) if by_op else layer_grid(a, mem)
     lines: list[Any] = [
-        table,
+        FitTable(grid, opts),
         cell(
             f"MACs {t.macs:,} (multiply-accumulates)   FLOPs {t.flops:,} (a MAC = 2)   "
             f"params {t.params:,}   weights {t.weight_bytes:,} B stored, "

@@ -11,13 +11,17 @@ within a version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from infercast._version import __version__
 from infercast.bench import BenchReport
 from infercast.bench.harness import RunResult
-from infercast.bench.join import Joined, JoinedRow
-from infercast.report.text import cell, csv_text
+from infercast.bench.join import INTERNAL, Joined, JoinedRow
+from infercast.report.summaries import op_summary
+from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, by_op_grid, entry
+from infercast.report.text import cell, csv_text, shown
 from infercast.report.units import human_count
 
 SCHEMA = "infercast.bench/1"
@@ -237,52 +241,63 @@ def _rate(r: float | None) -> str:
     return "-" if r is None else f"{r / 1e9:.2f}"
 
 
-def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
-    from rich.table import Table
+RUN_COLUMNS = [
+    Col("runtime", "runtime", numeric=False, prio=0),
+    Col("threads", "threads", prio=0, short="thr"),
+    Col("options", "options", numeric=False, prio=3, min_width=8),
+    Col("status", "status", numeric=False, prio=0),
+    Col("first", "first ms", prio=3),
+    Col("median", "median ms", prio=0, short="med ms"),
+    Col("ci", "95% CI ms", prio=4),
+    Col("p90", "p90 ms", prio=2),
+    Col("p99", "p99 ms", prio=4),
+    Col("n", "n", prio=2),
+    Col("gmacs", "GMAC/s", prio=1),
+    Col("peak", "% peak", prio=2),
+    Col("note", "", numeric=False, prio=1),
+]
 
+
+def runs_grid(rep: BenchReport) -> Grid:
     fastest = rep.fastest()
     macs = rep.total_macs
-    t = Table(
-        title=cell(f"{rep.model}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})"),
-        title_justify="left",
-    )
-    for col, just in [
-        ("runtime", "left"),
-        ("threads", "right"),
-        ("options", "left"),
-        ("status", "left"),
-        ("first ms", "right"),
-        ("median ms", "right"),
-        ("95% CI ms", "right"),
-        ("p90 ms", "right"),
-        ("p99 ms", "right"),
-        ("n", "right"),
-        ("GMAC/s", "right"),
-        ("% peak", "right"),
-        ("", "left"),
-    ]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    rows: list[Row] = []
     for i, r in enumerate(rep.runs):
         s = r.summary
         ach = (macs / s.median_s) if (s and macs) else None
         peak = rep.peaks.get(i)
         opts = ",".join(f"{k}={v}" for k, v in (r.resolved_options or r.spec.options).items())
-        t.add_row(
-            r.spec.runtime,
-            "default" if r.spec.threads is None else str(r.spec.threads),
-            cell(opts),
-            cell(r.status, style="green" if r.ok else "bold red"),
-            _ms(r.first_s),
-            _ms(s.median_s if s else None),
-            f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-",
-            _ms(s.p90_s if s else None),
-            _ms(s.p99_s if s else None),
-            str(s.n if s else 0),
-            _rate(ach),
-            f"{100 * ach / peak:.1f}" if (ach and peak) else "-",
-            cell("fastest", style="bold") if i == fastest else "",
+        rows.append(
+            {
+                "runtime": entry(r.spec.runtime),
+                "threads": entry("default" if r.spec.threads is None else r.spec.threads),
+                "options": entry(opts),
+                "status": entry(r.status, r.status, "green" if r.ok else "bold red"),
+                "first": entry(_ms(r.first_s), r.first_s),
+                "median": entry(_ms(s.median_s if s else None), s.median_s if s else None),
+                "ci": entry(f"{_ms(s.ci_low_s)}-{_ms(s.ci_high_s)}" if s else "-"),
+                "p90": entry(_ms(s.p90_s if s else None), s.p90_s if s else None),
+                "p99": entry(_ms(s.p99_s if s else None), s.p99_s if s else None),
+                "n": entry(s.n if s else 0, s.n if s else 0),
+                "gmacs": entry(_rate(ach), ach),
+                "peak": entry(f"{100 * ach / peak:.1f}" if (ach and peak) else "-"),
+                "note": entry("fastest" if i == fastest else "", None, "bold"),
+            }
         )
-    out: list[Any] = [t]
+    title = f"{shown(rep.model)}  ({human_count(macs) + 'MAC' if macs else 'MACs unknown'})"
+    return Grid(list(RUN_COLUMNS), rows, title=title, default_sort="median", noun="runs")
+
+
+def render_tables(
+    rep: BenchReport,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> list[Any]:
+    """The runs table, failures, then each per-op profile (top ``top`` by time, or by op)."""
+
+    out: list[Any] = [FitTable(runs_grid(rep))]
     for r in rep.runs:
         if not r.ok:
             line = f"{r.spec.label}: {r.status}"
@@ -295,21 +310,98 @@ def render_tables(rep: BenchReport, top: int = 10) -> list[Any]:
         elif r.profile_error:
             out.append(cell(f"{r.spec.label}: profile failed: {r.profile_error}", style="yellow"))
     for i, j in rep.joins.items():
-        out.extend(render_join(j, title=f"per-op profile: {rep.runs[i].spec.label}", top=top))
+        out.extend(
+            render_join(
+                j,
+                title=f"per-op profile: {rep.runs[i].spec.label}",
+                top=top,
+                opts=opts,
+                by_op=by_op,
+                labels=labels,
+            )
+        )
     for n in rep.notes:
         out.append(cell(n, style="yellow"))
     return out
 
 
-def render_group(rep: BenchReport, top: int = 10) -> Any:
+def render_group(
+    rep: BenchReport,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> Any:
     """:func:`render_tables` as one renderable."""
     from rich.console import Group
 
-    return Group(*render_tables(rep, top=top))
+    return Group(*render_tables(rep, top=top, opts=opts, by_op=by_op, labels=labels))
 
 
-def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
-    from rich.table import Table
+JOIN_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=16),
+    Col("op", "op", numeric=False, prio=1, min_width=8),
+    Col("ms", "ms", prio=0),
+    Col("share", "share %", prio=0, short="%"),
+    Col("macs", "MACs", prio=2),
+    Col("gmacs", "GMAC/s", prio=1),
+    Col("peak", "% peak", prio=2),
+    Col("layers", "layers", numeric=False, prio=3, min_width=8),
+    Col("kernel", "profiled as", numeric=False, prio=4, min_width=12),
+]
+
+
+def join_grid(j: Joined, labels: Mapping[int, str] | None = None) -> Grid:
+    rows: list[Row] = []
+    for r in j.rows:
+        if r.provider == INTERNAL:
+            continue
+        name = labels.get(r.index, r.name) if (labels and r.index is not None) else r.name
+        rows.append(
+            {
+                "index": entry("-" if r.index is None else r.index, r.index),
+                "name": entry(name, name),
+                "op": entry(r.op, r.op),
+                "ms": entry(_ms(r.measured_s), r.measured_s),
+                "share": entry(f"{100 * r.share:.1f}", r.share),
+                "macs": entry(human_count(r.macs) if r.macs is not None else "-", r.macs),
+                "gmacs": entry(_rate(r.achieved_macs_per_s), r.achieved_macs_per_s),
+                "peak": entry(
+                    f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-", r.pct_of_peak
+                ),
+                "kernel": entry(r.name, r.name),
+                "layers": entry(
+                    (r.note or "")
+                    if not r.layers
+                    else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else "")
+                ),
+            }
+        )
+    return Grid(list(JOIN_COLUMNS), rows, default_sort="ms", noun="measured units")
+
+
+def join_op_grid(j: Joined) -> Grid:
+    """``--by op``: measured time per op type (TFLite benchmark_model's summary by node type)."""
+    items = [r for r in j.rows if r.provider != INTERNAL]
+    rows = op_summary(items, lambda r: r.op, [("ms", lambda r: r.measured_s)])
+    total = j.ops_total_s or 1.0
+    return by_op_grid(
+        "",
+        [(r.op, r.count, {**r.values, "share": r.values["ms"] / total}) for r in rows],
+        [("ms", "ms", _ms), ("share", "share %", lambda v: f"{100 * v:.1f}")],
+        count_header="kernels",
+    )
+
+
+def render_join(
+    j: Joined,
+    title: str,
+    top: int = 10,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    labels: Mapping[int, str] | None = None,
+) -> list[Any]:
 
     parts: list[Any] = []
     summ = (
@@ -328,34 +420,11 @@ def render_join(j: Joined, title: str, top: int = 10) -> list[Any]:
     if j.pct_of_peak is not None:
         summ += f" = {j.pct_of_peak:.1f}% of peak"
     parts.append(cell(summ))
-    t = Table(title=f"top {top} by time", title_justify="left")
-    for col, just in [
-        ("#", "right"),
-        ("name", "left"),
-        ("op", "left"),
-        ("ms", "right"),
-        ("share %", "right"),
-        ("MACs", "right"),
-        ("GMAC/s", "right"),
-        ("% peak", "right"),
-        ("layers", "left"),
-    ]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in j.hotspots(top):
-        t.add_row(
-            "-" if r.index is None else str(r.index),
-            cell(r.name[-60:]),
-            cell(r.op),
-            _ms(r.measured_s),
-            f"{100 * r.share:.1f}",
-            human_count(r.macs) if r.macs is not None else "-",
-            _rate(r.achieved_macs_per_s),
-            f"{r.pct_of_peak:.1f}" if r.pct_of_peak is not None else "-",
-            cell(r.note or "")
-            if not r.layers
-            else ",".join(map(str, r.layers[:6])) + ("…" if len(r.layers) > 6 else ""),
-        )
-    parts.append(t)
+    o = opts or TableOptions()
+    if o.top is None:
+        o = replace(o, top=top)
+    grid = join_op_grid(j) if by_op else join_grid(j, labels)
+    parts.append(FitTable(grid, o))
     if j.outside:
         parts.append(cell(f"outside the per-op sum: {j.outside}", style="dim"))
     for n in j.notes:

@@ -14,7 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from infercast.estimate.forecast import Forecast, LayerForecast
-from infercast.report.text import cell, csv_text
+from infercast.report.names import graph_labels
+from infercast.report.summaries import op_summary, split_line
+from infercast.report.table import Cell, Col, FitTable, Grid, Row, TableOptions, by_op_grid, entry
+from infercast.report.text import cell, csv_text, shown
 from infercast.report.units import human_bytes, human_count, human_seconds
 
 SCHEMA = "infercast.estimate/1"
@@ -129,36 +132,102 @@ def with_forecast(rows: list[dict[str, Any]], fc: Forecast) -> list[dict[str, An
     return out
 
 
-_COLUMNS = (
-    ("#", "right"), ("layer", "left"), ("op", "left"), ("on", "left"), ("ops", "right"),
-    ("bytes", "right"), ("compute", "right"), ("memory", "right"), ("overhead", "right"),
-    ("transfer", "right"), ("latency", "right"), ("share", "right"), ("bound", "left"),
-)  # fmt: skip
+ESTIMATE_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=20),
+    Col("op", "op", numeric=False, prio=2, min_width=10),
+    Col("unit", "on", numeric=False, prio=1),
+    Col("ops", "ops", prio=3),
+    Col("bytes", "bytes", prio=4),
+    Col("compute", "compute", prio=4, short="comp"),
+    Col("memory", "memory", prio=4, short="mem"),
+    Col("overhead", "overhead", prio=5, short="ovh"),
+    Col("transfer", "transfer", prio=5, short="xfer"),
+    Col("latency", "latency", prio=0),
+    Col("share", "share", prio=1),
+    Col("bound", "bound", numeric=False, prio=0, min_width=8),
+]
 
 
-def _layer_row(ly: LayerForecast, total_s: float, max_name: int) -> list[Any]:
-    name = ly.name if len(ly.name) <= max_name else "…" + ly.name[-(max_name - 1) :]
-    merged = ly.bound in ("fused", "elided")
-    note = f"→ #{ly.kernel}" if ly.bound == "fused" else ""
+def layer_grid(fc: Forecast, show_fused: bool = True) -> Grid:
+    """The per-layer forecast as data (one short unique name per layer: report.names)."""
+    labels = graph_labels(fc.placement.graph)
+    main = fc.placement.graph.name
+    total = fc.latency_s or 1.0
+    rows: list[Row] = []
+    for ly in fc.layers:
+        if not show_fused and ly.bound in ("fused", "elided"):
+            continue
+        merged = ly.bound in ("fused", "elided")
+        note = f"→ #{ly.kernel}" if ly.bound == "fused" else ""
 
-    def sec(v: float) -> str:
-        return "" if merged else human_seconds(v)
+        def t(v: float, blank: bool = False, merged: bool = merged) -> Cell:
+            return entry("" if merged or blank else human_seconds(v), None if merged else v)
 
-    return [
-        str(ly.index),
-        cell(name),
-        cell(ly.op),
-        cell(f"{ly.unit} (partial)" if ly.placement == "partial" else ly.unit),
-        "" if merged else ("?" if ly.ops is None else human_count(ly.ops)),
-        "" if merged else human_bytes(ly.bytes),
-        sec(ly.compute_s),
-        sec(ly.memory_s),
-        sec(ly.overhead_s),
-        "" if not ly.transfer_s else sec(ly.transfer_s),
-        sec(ly.latency_s),
-        "" if merged else f"{ly.latency_s / total_s:.1%}",
-        cell(f"{ly.bound} {note}".strip(), style=BOUND_STYLE.get(ly.bound, "")),
+        rows.append(
+            {
+                "index": entry(ly.index, ly.index),
+                "name": entry(labels.get((main, ly.index), ly.name), ly.name),
+                "op": entry(ly.op, ly.op),
+                "unit": entry(f"{ly.unit} (partial)" if ly.placement == "partial" else ly.unit),
+                "ops": entry(
+                    "" if merged else ("?" if ly.ops is None else human_count(ly.ops)),
+                    None if merged else ly.ops,
+                ),
+                "bytes": entry(
+                    "" if merged else human_bytes(ly.bytes), None if merged else ly.bytes
+                ),
+                "compute": t(ly.compute_s),
+                "memory": t(ly.memory_s),
+                "overhead": t(ly.overhead_s),
+                "transfer": t(ly.transfer_s, blank=not ly.transfer_s),
+                "latency": t(ly.latency_s),
+                "share": entry(
+                    "" if merged else f"{ly.latency_s / total:.1%}",
+                    None if merged else ly.latency_s,
+                ),
+                "bound": entry(
+                    f"{ly.bound} {note}".strip(), ly.bound, BOUND_STYLE.get(ly.bound, "")
+                ),
+            }
+        )
+    headline = f"{human_seconds(fc.latency_s)} per inference"
+    if not fc.complete:
+        headline = f"{incomplete(fc)}; {headline} (known layers only)"
+    title = f"{shown(fc.model)} on {shown(fc.target.name)}: {headline}"
+    return Grid(list(ESTIMATE_COLUMNS), rows, title=title, default_sort="latency", noun="layers")
+
+
+def op_grid(fc: Forecast) -> Grid:
+    """``--by op``: kernels, where they run, and the time per op type."""
+    acc = fc.target.placement.accelerator
+    items = [ly for ly in fc.layers if ly.bound not in ("fused", "elided")]
+    rows = op_summary(
+        items,
+        lambda ly: ly.op,
+        [
+            ("latency", lambda ly: ly.latency_s),
+            ("on_acc", lambda ly: 1.0 if ly.placement != "cpu" and acc else 0.0),
+            ("on_cpu", lambda ly: 1.0 if ly.placement == "cpu" or not acc else 0.0),
+        ],
+    )
+    total = fc.latency_s or 1.0
+    fields: list[tuple[str, str, Any]] = [
+        ("latency", "latency", human_seconds),
+        ("share", "share", lambda v: f"{v:.1%}"),
     ]
+    if acc:
+        fields += [
+            ("on_acc", f"on {acc}", lambda v: f"{v:.0f}"),
+            ("on_cpu", f"on {fc.target.placement.fallback}", lambda v: f"{v:.0f}"),
+        ]
+    return by_op_grid(
+        f"{shown(fc.model)} on {shown(fc.target.name)} by op: "
+        f"{human_seconds(fc.latency_s)} per inference",
+        [(r.op, r.count, {**r.values, "share": r.values["latency"] / total}) for r in rows],
+        fields,
+        count_header="kernels",
+    )
 
 
 def _summary(fc: Forecast, total_s: float) -> list[Any]:
@@ -177,25 +246,21 @@ def _summary(fc: Forecast, total_s: float) -> list[Any]:
     )
     return [
         head,
+        cell(f"placement: {split_line(fc.placement)}"),
         cell(f"time by bound: {by}"),
         cell(f"one-time (first run, reported apart): {human_seconds(fc.one_time_s)}"),
         *(cell(f"note: {n}") for n in fc.notes),
     ]
 
 
-def render_table(fc: Forecast, max_name: int = 40, show_fused: bool = True) -> Any:
-    """Per-layer forecast, the totals by bound, and the notes."""
+def render_table(
+    fc: Forecast,
+    opts: TableOptions | None = None,
+    by_op: bool = False,
+    show_fused: bool = True,
+) -> Any:
+    """Per-layer (or per-op) forecast fitted to the width, the totals by bound, the notes."""
     from rich.console import Group
-    from rich.table import Table
 
-    headline = f"{human_seconds(fc.latency_s)} per inference"
-    if not fc.complete:
-        headline = f"{incomplete(fc)}; {headline} (known layers only)"
-    table = Table(title=cell(f"{fc.model} on {fc.target.name}: {headline}"), header_style="bold")
-    for col, just in _COLUMNS:
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    total_s = fc.latency_s or 1.0
-    for ly in fc.layers:
-        if show_fused or ly.bound not in ("fused", "elided"):
-            table.add_row(*_layer_row(ly, total_s, max_name))
-    return Group(table, *_summary(fc, total_s))
+    grid = op_grid(fc) if by_op else layer_grid(fc, show_fused)
+    return Group(FitTable(grid, opts), *_summary(fc, fc.latency_s or 1.0))

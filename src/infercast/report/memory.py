@@ -243,39 +243,42 @@ def peak_lines(m: MemoryAnalysis) -> list[str]:
 
 
 def render_plan(m: MemoryAnalysis, max_name: int = 60) -> Any:
-    """A rich renderable: the buffers by offset, then the peak."""
+    """A rich renderable: the buffers by offset (fitted to the width), then the peak."""
     from rich.console import Group
-    from rich.table import Table
+
+    from infercast.report.table import Col, FitTable, Grid, Row, entry
+    from infercast.report.text import shown
 
     g = m.graph
-    table = Table(
-        title=cell(f"{g.path or g.name}  activation arena plan ({len(m.allocations)} buffers)"),
-        header_style="bold",
-    )
-    for col, just in [
-        ("offset", "right"),
-        ("end", "right"),
-        ("bytes", "right"),
-        ("steps", "right"),
-        ("tensor(s)", "left"),
-        ("shape", "left"),
-    ]:
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    cols = [
+        Col("offset", "offset", prio=0),
+        Col("end", "end", prio=2),
+        Col("bytes", "bytes", prio=0),
+        Col("steps", "steps", prio=1),
+        Col("tensors", "tensor(s)", numeric=False, prio=0, min_width=16),
+        Col("shape", "shape", numeric=False, prio=3, min_width=10),
+    ]
     by_key = {t.key: t for t in m.lifetimes.tensors}
     peak_keys = {t.buffer for t in m.peak.tensors}
+    rows: list[Row] = []
+    styles: list[str] = []
     for a in sorted(m.allocations, key=lambda a: (a.offset, a.first)):
         names = [by_key[k].tensor for k in a.tensors]
         owner = by_key[a.buffer]
-        table.add_row(
-            f"{a.offset:,}",
-            f"{a.end:,}",
-            f"{a.nbytes:,}",
-            f"{a.first}-{a.last}",
-            cell(", ".join(_short(n, max_name) for n in names)),
-            cell(f"{_shape(owner.shape)} {owner.dtype}"),
-            style="bold" if a.buffer in peak_keys else "",
+        rows.append(
+            {
+                "offset": entry(f"{a.offset:,}", a.offset),
+                "end": entry(f"{a.end:,}", a.end),
+                "bytes": entry(f"{a.nbytes:,}", a.nbytes),
+                "steps": entry(f"{a.first}-{a.last}", a.first),
+                "tensors": entry(", ".join(_short(n, max_name) for n in names)),
+                "shape": entry(f"{_shape(owner.shape)} {owner.dtype}"),
+            }
         )
-    lines: list[Any] = [table]
+        styles.append("bold" if a.buffer in peak_keys else "")
+    title = f"{shown(g.path or g.name)}  activation arena plan ({len(m.allocations)} buffers)"
+    grid = Grid(cols, rows, title=title, row_styles=styles, noun="buffers")
+    lines: list[Any] = [FitTable(grid)]
     lines.extend(cell(line) for line in peak_lines(m))
     lines.append(cell("bold rows: the buffers alive at the peak", style="dim"))
     lines.extend(cell(f"note: {note}", style="dim") for note in m.notes)

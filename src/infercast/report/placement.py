@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from infercast.report.names import graph_labels
+from infercast.report.summaries import group_reasons, split_line
+from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, entry
 from infercast.report.text import cell, shown
 from infercast.report.units import human_bytes
 from infercast.targets.placement import (
@@ -157,33 +160,60 @@ def records(report: PlacementReport) -> list[dict[str, Any]]:
 
 _STYLE = {"accelerator": "green", "partial": "yellow", "cpu": "red"}
 
+CHECK_COLUMNS = [
+    Col("index", "#", prio=0),
+    Col("name", "layer", numeric=False, prio=0, min_width=20),
+    Col("op", "op", numeric=False, prio=2, min_width=8),
+    Col("placement", "placement", numeric=False, prio=0, short="on"),
+    Col("unit", "unit", numeric=False, prio=3),
+    Col("why", "reasons (see below)", numeric=False, prio=1, short="why", min_width=6),
+]
 
-def _layers_table(report: PlacementReport) -> Any:
-    from rich.table import Table
 
-    table = Table(show_lines=False, expand=False)
-    for col in ("#", "layer", "op", "placement", "unit", "reasons"):
-        table.add_column(col, overflow="fold")
-    for ly in () if report.format_mismatch else report.layers:
-        why = "; ".join(reason_line(r) for r in (*ly.reasons, *ly.notes))
-        name = ly.name if len(ly.name) <= 48 else "…" + ly.name[-47:]
-        table.add_row(
-            str(ly.index),
-            cell(name),
-            cell(ly.native_op),
-            cell(ly.placement, style=_STYLE[ly.placement]),
-            cell(ly.unit),
-            cell(why),
+def layer_grid(report: PlacementReport) -> tuple[Grid, list[Any]]:
+    """The per-layer rows, and the reason groups they refer to ([1], [2], ...)."""
+    labels = graph_labels(report.graph)
+    main = report.graph.name
+    groups = group_reasons(report)
+    ref: dict[tuple[int, str, str, str], int] = {}
+    for n, g in enumerate(groups, 1):
+        for i in g.layers:
+            ref[(i, g.check, g.text, g.detail)] = n
+    rows: list[Row] = []
+    for ly in report.layers:
+        nums: list[int] = []
+        for r in (*ly.reasons, *ly.notes):
+            for key in ((ly.index, r.check, r.text, r.detail), (ly.index, r.check, r.text, "")):
+                if key in ref and ref[key] not in nums:
+                    nums.append(ref[key])
+                    break
+        why = " ".join(f"[{n}]" for n in nums)
+        if ly.folded:
+            why = "folded at load"
+        rows.append(
+            {
+                "index": entry(ly.index, ly.index),
+                "name": entry(labels.get((main, ly.index), ly.name), ly.name),
+                "op": entry(ly.native_op, ly.native_op),
+                "placement": entry(ly.placement, ly.placement, _STYLE[ly.placement]),
+                "unit": entry(ly.unit, ly.unit),
+                "why": entry(why, why),
+            }
         )
-    return table
+    t = report.target
+    title = f"{shown(report.model)} on {shown(t.name)}: {split_line(report)}"
+    return Grid(list(CHECK_COLUMNS), rows, title=title, noun="layers"), list(groups)
 
 
-def _fit_table(report: PlacementReport) -> Any:
-    from rich.table import Table
-
-    table = Table(title="memory fit")
-    for col in ("memory", "required", "capacity", "fits", "note"):
-        table.add_column(col)
+def fit_grid(report: PlacementReport) -> Grid:
+    cols = [
+        Col("memory", "memory", numeric=False, prio=0),
+        Col("required", "required", prio=0),
+        Col("capacity", "capacity", prio=0),
+        Col("fits", "fits", numeric=False, prio=0),
+        Col("note", "note", numeric=False, prio=1, min_width=12),
+    ]
+    rows: list[Row] = []
     for f in report.fit.values():
         note = ""
         if not f.fits:
@@ -193,15 +223,17 @@ def _fit_table(report: PlacementReport) -> Any:
                 else f"over by {human_bytes(f.over_by_bytes)}"
             )
         if f.worst_layer:
-            note = (note + "; " if note else "") + f"largest layer: {f.worst_layer[-40:]}"
-        table.add_row(
-            cell(f.memory),
-            human_bytes(f.required_bytes),
-            human_bytes(f.capacity_bytes),
-            cell("yes" if f.fits else "no", style="green" if f.fits else "red"),
-            cell(note),
+            note = (note + "; " if note else "") + f"largest layer: {f.worst_layer}"
+        rows.append(
+            {
+                "memory": entry(f.memory),
+                "required": entry(human_bytes(f.required_bytes), f.required_bytes),
+                "capacity": entry(human_bytes(f.capacity_bytes), f.capacity_bytes),
+                "fits": entry("yes" if f.fits else "no", None, "green" if f.fits else "red"),
+                "note": entry(note),
+            }
         )
-    return table
+    return Grid(cols, rows, title="memory fit", noun="memories")
 
 
 def _verdict(report: PlacementReport) -> Any:
@@ -212,29 +244,37 @@ def _verdict(report: PlacementReport) -> Any:
     return cell("OK: everything runs on the accelerator and fits", style="bold green")
 
 
-def render_table(report: PlacementReport) -> Any:
-    """A rich renderable: per-layer placement, then segments, crossings and memory fit."""
+def render_table(report: PlacementReport, opts: TableOptions | None = None) -> Any:
+    """A rich renderable: per-layer placement, the reasons counted once, segments,
+    crossings, memory fit and the verdict; every table fits the width it is printed at."""
     from rich.console import Group
 
-    t = report.target
-    c = report.counts()
-    head = cell(f"{report.model} on {t.name}", style="bold")
-    head.append(
-        "\n"
-        + shown(
-            f"accelerator: {t.placement.accelerator or 'none'}, fallback: "
-            f"{t.placement.fallback}; {c['accelerator']} on the accelerator, "
-            f"{c['partial']} partial, {c['cpu']} on the CPU"
-        )
-    )
+    grid, groups = layer_grid(report)
+    parts: list[Any] = []
+    if report.format_mismatch:  # one statement for the whole model (the notes), no rows
+        parts.append(cell(grid.title, style="bold"))
+    else:
+        parts.append(FitTable(grid, opts))
+    if groups and not report.format_mismatch:
+        reasons = cell("reasons, each counted once:\n", style="bold")
+        for n, g in enumerate(groups, 1):
+            style = {"cpu": "red", "partial": "yellow"}.get(g.outcome, "")
+            reasons.append(f"[{n}] ", style=style)
+            reasons.append(f"{shown(g.line())} ({g.outcome})")
+            if g.examples:
+                reasons.append(f"\n    e.g. {shown('; '.join(g.examples))}", style="dim")
+            reasons.append("\n")
+        parts.append(reasons)
     segs = ", ".join(f"{s.processor}[{s.first_layer}-{s.last_layer}]" for s in report.segments)
     cr = crossings_dict(report)
-    tail = [
-        cell(f"segments: {len(report.segments)} ({segs})"),
+    parts.append(cell(f"segments: {len(report.segments)} ({segs})"))
+    parts.append(
         cell(
             f"crossings: {cr['count']} accelerator<->CPU transfer(s), {human_bytes(cr['bytes'])}; "
             f"model inputs/outputs: {cr['boundary_count']}, {human_bytes(cr['boundary_bytes'])}"
-        ),
-    ]
-    notes = [cell(f"note: {n}") for n in report.notes]
-    return Group(head, _layers_table(report), *tail, _fit_table(report), *notes, _verdict(report))
+        )
+    )
+    parts.append(FitTable(fit_grid(report)))
+    parts.extend(cell(f"note: {n}") for n in report.notes)
+    parts.append(_verdict(report))
+    return Group(*parts)
