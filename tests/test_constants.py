@@ -70,11 +70,16 @@ def test_onnx_constants_equal_the_onnx_library(keras_dir: Path) -> None:
 
 
 def _weight_sum_layers(graph: Graph) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Layer -> (placement, the weight-sum check's reasons and notes)."""
     report = place(graph, load_target("ethos-u55-128"))
     return {
         ly.name: (
             ly.placement,
-            tuple(f"{r.text}: {r.detail}" for r in ly.reasons if r.check == "weight_sum_max"),
+            tuple(
+                f"{r.outcome}: {r.text}: {r.detail}"
+                for r in (*ly.reasons, *ly.notes)
+                if r.check == "weight_sum_max"
+            ),
         )
         for ly in report.layers
     }
@@ -99,17 +104,23 @@ def test_weight_sum_limit_in_memory_graph_as_from_the_file(limits_path: Path) ->
     # The crafted model's two 3x3x8000 convs: weights of 127 (sum 9,144,000 per output
     # channel) exceed Vela's 8,323,072 (127 * 65,536); weights of 1 do not.
     assert expected["conv3x3_heavy_weights"][0] == "cpu"
+    assert expected["conv3x3_heavy_weights"][1][0].startswith("cpu: ")
     assert "9144000" in expected["conv3x3_heavy_weights"][1][0]
     assert expected["conv3x3_light_weights"] == ("accelerator", ())
 
 
 def test_weight_sum_limit_says_unknown_without_values(limits_path: Path) -> None:
+    """Without the weights' values the check is undecided: it says so (a note on the
+    layer), neither passing silently nor moving the op to the CPU."""
+    from_file = _weight_sum_layers(infercast.load(limits_path))
     no_values = dataclasses.replace(infercast.load(limits_path), path=None, constants=None)
     layers = _weight_sum_layers(no_values)
     for name in ("conv3x3_heavy_weights", "conv3x3_light_weights"):
-        placement, reasons = layers[name]
-        assert placement == "cpu"
-        assert len(reasons) == 1 and "unknown: the values of weights" in reasons[0]
+        reasons = layers[name][1]
+        assert len(reasons) == 1 and reasons[0].startswith("note: ")
+        assert "unknown: the values of weights" in reasons[0]
+    assert layers["conv3x3_light_weights"][0] == from_file["conv3x3_light_weights"][0]
+    assert layers["conv3x3_heavy_weights"][0] == "accelerator"  # the one check undecided
 
 
 def test_changed_file_gives_no_value(tmp_path: Path) -> None:

@@ -258,13 +258,15 @@ class Constraint:
         values = {**context, **{k: format_value(v) for k, v in params.items()}}
         return self.template.format_map(_Missing(values))
 
-    def run(self, view: NodeView, params: Mapping[str, Any]) -> Outcome:
+    def run(self, view: NodeView, params: Mapping[str, Any]) -> tuple[bool | None, str]:
+        """(True, "") passes, (False, detail) fails; (None, "unknown: ...") when a value
+        the check needs is not available (neither a pass nor a failure)."""
         try:
             return self.fn(view, **params)
         except ShapeUnknownError as exc:
             return False, f"cannot check: {exc}"
         except ValueUnknownError as exc:
-            return False, f"unknown: {exc}"
+            return None, f"unknown: {exc}"
 
 
 class _Missing(dict[str, str]):
