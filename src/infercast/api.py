@@ -182,7 +182,8 @@ def check(
     memory: MemoryAnalysis | None = None,
 ) -> CheckResult:
     """Where each op runs on ``target`` and why; segments, crossings, memory fit.
-    ``exit_code`` is 0 when everything runs on the accelerator and fits, else 3."""
+    ``exit_code`` is 0 when everything runs on the accelerator and fits, 3 when something
+    falls back or does not fit, 4 when whether it fits is unknown (unknown tensor sizes)."""
     graph = _graph(model, input_shapes)
     return _upgrade(CheckResult, place(graph, _target(target), memory=memory))
 

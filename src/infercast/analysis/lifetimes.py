@@ -67,6 +67,7 @@ from typing import cast
 
 from infercast._gc import paused_gc
 from infercast._records import record
+from infercast.analysis.cost import called_subgraphs
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ops.registry import ops_where, relabels_input
 
@@ -288,7 +289,7 @@ class _Builder:
     def call(self, g: Graph, node: Node, depth: int, e: int) -> tuple[int, set[str]]:
         """Run the subgraphs ``node`` calls; the last step, the outer keys they read."""
         called_outer: set[str] = set()
-        for sub_name in node.subgraphs:
+        for sub_name in called_subgraphs(node):
             sub = self.sub(g, sub_name)
             if sub is None:
                 self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")

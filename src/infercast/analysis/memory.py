@@ -111,6 +111,14 @@ class MemoryAnalysis:
     notes: tuple[str, ...]
 
     @property
+    def complete(self) -> bool:
+        """False when some activation's size is not known statically: it is left out
+        of the plan, so the arena and the lower bound are only lower bounds."""
+        return not self.lifetimes.unsized and all(
+            t.nbytes is not None for t in self.lifetimes.persistent
+        )
+
+    @property
     def weight_bytes(self) -> int:
         return sum(w.stored_bytes for w in self.weights)
 
@@ -229,6 +237,13 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
     peak = _peak(graph, lt, timeline)
     persistent = sum(t.nbytes or 0 for t in lt.persistent)
     notes = list(lt.notes)
+    if lt.unsized:
+        shown = ", ".join(f"{t.tensor} ({t.reason.removeprefix('shape ')})" for t in lt.unsized[:3])
+        more = f" and {len(lt.unsized) - 3} more" if len(lt.unsized) > 3 else ""
+        notes.append(
+            f"{len(lt.unsized)} tensor(s) of unknown size are not in the plan: {shown}{more}; "
+            "the arena and the lower bound are lower bounds"
+        )
     if lt.persistent:
         notes.append(
             f"{len(lt.persistent)} variable tensor(s), {persistent:,} B, persist across "

@@ -10,7 +10,8 @@ Exit codes:
   failed, crashed or timed out (the others are still reported); ``whatif --fit``: no
   variant in the searched ranges fits;
 * 4 -- ``analyze`` / ``estimate``: some layer's cost is unknown; the full output is
-  still written and its totals say they are incomplete;
+  still written and its totals say they are incomplete; ``check``: nothing falls
+  back, but tensors of unknown size leave the memory fit unknown;
 * 130 -- interrupted.
 
 To add a command: write ``cli/<name>.py`` with a function taking typer-annotated

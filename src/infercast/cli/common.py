@@ -23,7 +23,8 @@ EXIT_NOT_OK = 3
 """``check``: something falls back to the CPU or does not fit; ``bench``: a run failed."""
 EXIT_INCOMPLETE = 4
 """Some layer's cost is unknown (an op without a cost rule, or a shape not known
-statically): the output says which, and the totals leave them out."""
+statically): the output says which, and the totals leave them out. ``check``:
+nothing falls back, but tensors of unknown size leave the memory fit unknown."""
 
 
 class Format(StrEnum):

@@ -301,8 +301,12 @@ class Forecast:
 
     @property
     def one_time_s(self) -> float:
-        """First-run costs (graph compilation), reported apart."""
-        return self.target.graph_compile_s
+        """First-run costs (graph compilation), reported apart; an accelerator's graph
+        compilation only when some layer runs on the accelerator."""
+        if self.target.placement.accelerator is None:
+            return self.target.graph_compile_s
+        on_acc = any(ly.processor == "accelerator" for ly in self.placement.layers if not ly.folded)
+        return self.target.graph_compile_s if on_acc else 0.0
 
     @property
     def complete(self) -> bool:
@@ -552,7 +556,7 @@ def _build(
         members = [nodes[i] for i in k.members]
         inside = {o for n in members for o in n.outputs if o}
         # Activations read from outside the group, outputs read outside it (or model outputs).
-        act_in: dict[str, int] = {}
+        act_in: dict[str, int | None] = {}
         weights: dict[str, int] = {}
         for n in members:
             wts = _weight_tensors(dev, n)
@@ -563,16 +567,16 @@ def _build(
                 if name and name not in inside and name not in wnames:
                     t = dev.tensors[name]
                     if not t.is_constant:
-                        act_in[name] = t.nbytes or 0
+                        act_in[name] = t.nbytes
         last = members[-1]
-        act_out = {o: dev.tensors[o].nbytes or 0 for o in last.outputs if o}
+        act_out: dict[str, int | None] = {o: dev.tensors[o].nbytes for o in last.outputs if o}
         for n in members[:-1]:
             for o in n.outputs:
                 if o and (
                     o in dev.outputs or any(c not in k.members for c in dev.consumers.get(o, ()))
                 ):
-                    act_out[o] = dev.tensors[o].nbytes or 0
-        act_bytes = sum(act_in.values()) + sum(act_out.values())
+                    act_out[o] = dev.tensors[o].nbytes
+        act_bytes = sum(v or 0 for v in act_in.values()) + sum(v or 0 for v in act_out.values())
         relabel = relabels_input(dev, anchor)  # no copy in ORT / TFLite: overhead only
         if relabel and len(members) == 1:
             act_bytes = 0
@@ -597,10 +601,14 @@ def _build(
         known = True
         for n in members:
             lc = cost.get(n.index)
-            if lc is None or lc.flops is None:
+            # A layer whose output size is unknown (unknown_shape) has unknown bytes too,
+            # even when its arithmetic (a Reshape's 0) does not depend on it.
+            if lc is None or lc.flops is None or lc.status == "unknown_shape":
                 known = False
             else:
                 ops += lc.flops
+        if any(t is None for t in (*act_in.values(), *act_out.values())):
+            known = False
         cls = op_class(anchor, dev)
         if cls == "movement" and known and ops == 0 and not relabel:
             # A copy costs per element too (index arithmetic, narrow rows): one op per
@@ -635,7 +643,9 @@ def _build(
                     act_memory=a_mem,
                     weight_memory=w_mem,
                     transfers=tuple(transfers.get(k.anchor, ())),
-                    rewrite_bytes=sum(act_out.values()) if lp.placement == "partial" else None,
+                    rewrite_bytes=sum(v or 0 for v in act_out.values())
+                    if lp.placement == "partial"
+                    else None,
                     fallback_unit=fb_unit,
                     fallback_memory=fb_mem,
                     on_fallback=has_acc and lp.processor == "cpu",

@@ -649,6 +649,10 @@ def _suggestion(path: str, graph: Graph, missing: list[str], shapes: Mapping[str
     return " ".join(f"--input-shape {n}=" + "x".join(str(d) for d in guess[n]) for n in missing)
 
 
+def _dims(shape: Shape) -> str:
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
 def _resolve_runtime_shapes(
     path: str, graph: Graph, subgraphs: Mapping[str, Graph], input_shapes: Mapping[str, Shape]
 ) -> Graph:
@@ -660,7 +664,11 @@ def _resolve_runtime_shapes(
     values), unknown for the rest. A leading dynamic batch dimension alone
     defaults to 1, with a note.
     """
-    from infercast.frontends.tflite_runtime import dynamic_tensors, value_dependent
+    from infercast.frontends.tflite_runtime import (
+        contradicted_shapes,
+        dynamic_tensors,
+        value_dependent,
+    )
     from infercast.isolation import IsolatedError
 
     _check_given_shapes(path, graph, input_shapes)
@@ -691,7 +699,8 @@ def _resolve_runtime_shapes(
     unknown_dims = any(
         not graph.tensors[o].is_static for node in graph.nodes for o in node.outputs if o
     )
-    if not shapes and not dynamic and not unknown_dims:
+    contradicted = contradicted_shapes(graph)
+    if not shapes and not dynamic and not unknown_dims and not contradicted:
         return graph
     try:
         res = _isolated_run(path, graph, shapes, invoke=bool(dynamic))
@@ -705,6 +714,10 @@ def _resolve_runtime_shapes(
     allocated: list[list[int]] | None = res["allocated"]
     invoked: list[list[int]] | None = res["invoked"]
     unsure = value_dependent(graph, subgraphs) if invoked is not None else set(dynamic)
+    # With the inputs as stored, LiteRT's allocation shapes differ from the file's only
+    # where the file contradicts its own ops.
+    resized = any(tuple(s) != graph.tensors[n].shape for n, s in shapes.items())
+    stored: list[str] = []
     taken = left = 0
     tensors: dict[str, Tensor] = {}
     for i, (name, t) in enumerate(graph.tensors.items()):
@@ -718,7 +731,17 @@ def _resolve_runtime_shapes(
                 left += 1
         elif allocated is not None and i < len(allocated) and not t.is_constant:
             shape = tuple(allocated[i])
+            if t.is_static and shape != t.shape and not resized:
+                stored.append(f"{name} stored {t.shape_str()}, LiteRT {_dims(shape)}")
+        elif name in contradicted and t.shape is not None:
+            shape = tuple(None for _ in t.shape)  # LiteRT did not say: unknown
         tensors[name] = dataclasses.replace(t, shape=shape) if shape != t.shape else t
+    if stored:
+        shown = "; ".join(stored[:3]) + (f"; and {len(stored) - 3} more" if len(stored) > 3 else "")
+        notes.append(
+            f"{len(stored)} tensor shape(s) stored in the file contradict what the ops compute "
+            f"from their inputs; LiteRT's (allocate_tensors) are used: {shown}"
+        )
     if taken:
         notes.append(
             f"{taken} tensor shapes are computed while the model runs (e.g. SHAPE -> "

@@ -3,10 +3,12 @@
 * Weights are never loaded: the model is parsed with ``load_external_data=False``
   and initializers are sized from their dims (external data from its ``length``).
 * Shapes come from ONNX's own shape inference with data propagation
-  (``infer_shapes(..., data_prop=True)``); where a model keeps its weights in
-  external files, ``infer_shapes_path`` runs on the file instead, which has no 2 GB
-  protobuf limit (``infer_shapes`` on a proto over 2 GB returns an empty graph).
+  (``infer_shapes(..., data_prop=True)``) on the proto without its weights (so
+  the 2 GB protobuf limit is not reached), from the inputs: a shape the file
+  declares for a node output is used only where inference has none.
   Outputs it leaves unknown are filled by the rules in :mod:`.shapes`.
+* Constant values are read from the file only when asked
+  (``Graph.constant_value``).
 * Constants are initializers (also those older models list as graph inputs),
   ``Constant`` nodes, and outputs of nodes all of whose inputs are constant
   (``ConstantOfShape`` weights, ``DequantizeLinear`` of int8 weights, …): such a
@@ -23,7 +25,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,6 +125,9 @@ def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
     onnx = _onnx()
     type_proto = onnx.TypeProto.FromString(raw)
     if not type_proto.HasField("tensor_type"):
+        kind = type_proto.WhichOneof("value")
+        if kind in ("sequence_type", "optional_type", "map_type"):
+            return DType.VARIANT, None  # a container of tensors, not a tensor: no shape
         return DType.UNKNOWN, None
     tt = type_proto.tensor_type
     dtype = _dtype(tt.elem_type)
@@ -332,13 +336,15 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
     try:
         from infercast.frontends.onnx.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
 
-        graph = _build(path, model, input_shapes or {})
+        graph, declared_only = _build(path, model, input_shapes or {})
         parts = graph.all_graphs()
-        if all(t.is_static for _, g in parts for t in g.tensors.values()) and not any(
-            n.op in ONNX_INFERENCE_WRONG for _, g in parts for n in g.nodes
+        if (
+            not declared_only
+            and all(t.is_static for _, g in parts for t in g.tensors.values())
+            and not any(n.op in ONNX_INFERENCE_WRONG for _, g in parts for n in g.nodes)
         ):
             return graph  # ONNX's inference left nothing for the op rules to fill or fix
-        return infer_missing_shapes(graph)
+        return infer_missing_shapes(graph, declared=declared_only)
     except (ModelFileError, SymbolicShapeError, InputShapeError):
         raise
     except Exception as exc:
@@ -373,12 +379,16 @@ _DATA_FIELDS = (
 )
 
 
-def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
+def _build(
+    path: str, model: Any, input_shapes: Mapping[str, Shape]
+) -> tuple[Graph, frozenset[str]]:
+    """The graph with ONNX-inferred shapes, and the node outputs whose shape comes
+    from the file's declaration alone (ONNX's inference had nothing for them)."""
     g = model.graph
     _strip_weight_data(g)
     notes: list[str] = []
     _fix_inputs(path, model, input_shapes, notes)
-    shapes = _inferred_shapes(path, model, bool(input_shapes), notes)
+    shapes, declared_only = _inferred_shapes(model, notes)
     opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
     meta = {
         "ir_version": str(model.ir_version),
@@ -386,7 +396,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
     }
     graph = _graph(path, model.graph, {}, notes, shapes, _Constants(path))
-    return Graph(
+    full = Graph(
         name=graph.name,
         format="onnx",
         layout="NCHW",
@@ -400,6 +410,7 @@ def _build(path: str, model: Any, input_shapes: Mapping[str, Shape]) -> Graph:
         notes=tuple(notes),
         constants=graph.constants,
     )
+    return full, declared_only
 
 
 def _fix_inputs(path: str, model: Any, input_shapes: Mapping[str, Shape], notes: list[str]) -> None:
@@ -446,16 +457,14 @@ def _fix_inputs(path: str, model: Any, input_shapes: Mapping[str, Shape], notes:
 
 
 def _inferred_shapes(
-    path: str, model: Any, shapes_given: bool, notes: list[str]
-) -> dict[str, tuple[DType, Shape | None]]:
-    """ONNX's shape inference over the whole model; where it leaves used outputs
-    unknown, again after folding small constant computations, if that knows more."""
-    g = model.graph
-    has_external = any(t.data_location == 1 for t in g.initializer)
-    use_path = has_external and os.path.exists(path) and not shapes_given
-    inferred = _infer(model, path if use_path else None, notes)
-    shapes = _collect_shapes(inferred.graph)
-    graphs = _graph_protos(g)
+    model: Any, notes: list[str]
+) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
+    """ONNX's shape inference over the whole model (declarations set aside, see
+    :func:`_infer_over_declarations`); where it leaves used outputs unknown, again after
+    folding small constant computations, if that knows more. Also the names whose
+    shape comes from a declaration alone."""
+    shapes, declared_only = _infer_over_declarations(model, notes)
+    graphs = _graph_protos(model.graph)
     used = _used_names(graphs)
     before = _unknown_outputs(graphs, shapes, used)
     if before:
@@ -465,7 +474,9 @@ def _inferred_shapes(
 
         work, n_folded = fold_for_inference(model)
         if n_folded:
-            again = _collect_shapes(_infer(work, None, notes).graph)
+            again = _collect_shapes(_infer(work, notes).graph)
+            # What inference alone knew stays (declarations never override it).
+            again.update({k: v for k, v in shapes.items() if _full(v[1])})
             after = _unknown_outputs(graphs, again, used)
             if after < before:
                 shapes = again
@@ -474,7 +485,7 @@ def _inferred_shapes(
                     f"that shape inference could see through them ({before - after} more "
                     "shapes known)"
                 )
-    return shapes
+    return shapes, declared_only
 
 
 def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> bool:
@@ -488,7 +499,7 @@ def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> 
         inputs = [vi for vi in trial.graph.input if vi.name not in init_names]
         _set_input_shapes(trial, shapes, inputs)
         onnx.shape_inference.infer_shapes(trial, check_type=False, strict_mode=True, data_prop=True)
-        graph = _build(path, trial, {})
+        graph, _ = _build(path, trial, {})
     except Exception:
         return False
     for node in graph.nodes:
@@ -499,22 +510,137 @@ def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> 
     return True
 
 
-def _infer(model: Any, path: str | None, notes: list[str]) -> Any:
-    """ONNX shape inference with data propagation; on a file path for models with
-    external data (no 2 GB protobuf limit there). Returns the model unchanged if it fails."""
-    onnx = _onnx()
+def _infer(model: Any, notes: list[str]) -> Any:
+    """ONNX shape inference with data propagation. Returns the model unchanged if it
+    fails. (Weights are not in the proto: large initializers are stripped and external
+    data is never loaded, so the 2 GB protobuf limit is not reached.)"""
     try:
-        if path is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "inferred.onnx")
-                onnx.shape_inference.infer_shapes_path(path, out, False, False, True)
-                return onnx.load(out, load_external_data=False)
-        return onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
-        )
+        return _try_infer(model)
     except Exception as exc:
-        notes.append(f"ONNX shape inference failed ({type(exc).__name__}); op rules used instead")
+        note = f"ONNX shape inference failed ({type(exc).__name__}); op rules used instead"
+        if note not in notes:
+            notes.append(note)
         return model
+
+
+def _try_infer(model: Any) -> Any:
+    return _onnx().shape_inference.infer_shapes(
+        model, check_type=False, strict_mode=False, data_prop=True
+    )
+
+
+def _decl_str(shape: Shape | None) -> str:
+    return _shape_str(shape) if shape != () else "[] (rank 0)"
+
+
+def _full(shape: Shape | None) -> bool:
+    return shape is not None and None not in shape
+
+
+def _compatible(declared: Shape, inferred: Shape) -> bool:
+    """The same rank, and no dimension known on both sides that differs."""
+    return len(declared) == len(inferred) and all(
+        d is None or i is None or d == i for d, i in zip(declared, inferred, strict=True)
+    )
+
+
+def _produced(g: Any, acc: set[str]) -> set[str]:
+    for node in g.node:
+        acc.update(o for o in node.output if o)
+        for a in node.attribute:
+            if a.HasField("g"):
+                _produced(a.g, acc)
+            for sub in a.graphs:
+                _produced(sub, acc)
+    return acc
+
+
+def _declarations(g: Any, produced: set[str], acc: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Value infos (``value_info`` and graph outputs, subgraphs included) that declare
+    a shape for a node output: name -> the declaring protos. Shapes declared for
+    anything else (initializers, inputs passed through, names of nothing) are cleared."""
+    for vi in [*g.output, *g.value_info]:
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        if vi.name in produced:
+            acc.setdefault(vi.name, []).append(vi)
+        else:
+            # An initializer's dims and a graph input's declaration are what count; an
+            # entry naming nothing is left over by an optimiser's rewrite.
+            vi.type.tensor_type.ClearField("shape")
+    for node in g.node:
+        for a in node.attribute:
+            if a.HasField("g"):
+                _declarations(a.g, produced, acc)
+            for sub in a.graphs:
+                _declarations(sub, produced, acc)
+    return acc
+
+
+def _infer_over_declarations(
+    model: Any, notes: list[str]
+) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
+    """Shapes of every value: what inference derives from the inputs wins over what
+    the file declares for a node output.
+
+    A file may declare an output (or a ``value_info``) with a wrong shape: rank 0
+    (``[]``) where the runtime computes a 4-D tensor, a wrong dimension, a wrong rank.
+    ONNX's inference keeps such a declaration and derives everything downstream from
+    it. So node-output declarations are set aside, inference runs from the inputs, and
+    a declaration is used only where inference has nothing for that value (or only
+    some dimensions, and the declaration agrees with them); then inference runs again
+    so the declared values propagate. A declaration that contradicts the inferred
+    shape is named in a note. Returns the shapes and the names whose shape comes from
+    a declaration alone (the op rules may still override those).
+    """
+    decls = _declarations(model.graph, _produced(model.graph, set()), {})
+    originals = {name: [vi.type.SerializeToString() for vi in vis] for name, vis in decls.items()}
+    declared: dict[str, Shape | None] = {}
+    for name, vis in decls.items():
+        shape = _type_shape(vis[0].type)[1]
+        declared[name] = shape
+        for vi in vis:
+            vi.type.tensor_type.ClearField("shape")
+    shapes = _collect_shapes(_infer(model, notes).graph)
+    inferred = {k: v for k, v in shapes.items() if k in declared}
+    conflicts: list[str] = []
+    used: set[str] = set()
+    for name, dshape in declared.items():
+        ishape = inferred.get(name, (DType.UNKNOWN, None))[1]
+        if dshape is None:
+            continue
+        if ishape is not None and not _compatible(dshape, ishape):
+            conflicts.append(f"{name} declared {_decl_str(dshape)}, inferred {_decl_str(ishape)}")
+            continue
+        if _full(ishape) and ishape is not None:
+            continue
+        used.add(name)
+        for vi, raw in zip(decls[name], originals[name], strict=True):
+            vi.type.CopyFrom(vi.type.FromString(raw))
+    consumed = _read_names(model.graph, set())
+    if used and not used & consumed:
+        # Declared graph outputs nothing reads: nothing downstream to propagate them to.
+        shapes.update({n: (shapes.get(n, (DType.UNKNOWN, None))[0], declared[n]) for n in used})
+    elif used:
+        try:
+            again = _collect_shapes(_try_infer(model).graph)
+        except Exception:
+            # The declarations upset ONNX's inference (a value declared rank 0 feeding a
+            # conv): keep what inference alone gave, plus the declarations used.
+            again = {n: (shapes[n][0], declared[n]) for n in used if n in shapes}
+        for name, (dtype, shape) in shapes.items():
+            if _full(shape) or name not in again:
+                again[name] = (dtype, shape)
+        shapes = again
+    if conflicts:
+        shown = "; ".join(conflicts[:4])
+        if len(conflicts) > 4:
+            shown += f"; and {len(conflicts) - 4} more"
+        notes.append(
+            f"{len(conflicts)} value(s) declared in the file with a shape that contradicts "
+            f"the one inferred from the inputs; the inferred shape is used: {shown}"
+        )
+    return shapes, frozenset(used)
 
 
 def _graph_protos(g: Any) -> list[Any]:
@@ -539,6 +665,18 @@ def _collect_shapes(g: Any) -> dict[str, tuple[DType, Shape | None]]:
             for vi in vis:
                 # Many values share one type: decode each distinct TypeProto once.
                 acc[vi.name] = _type_shape_cached(vi.type.SerializeToString())
+    return acc
+
+
+def _read_names(g: Any, acc: set[str]) -> set[str]:
+    """Names read by some node, or returned by a subgraph to the node that calls it."""
+    for node in g.node:
+        acc.update(node.input)
+        for a in node.attribute:
+            bodies = [a.g] if a.HasField("g") else []
+            for body in [*bodies, *a.graphs]:
+                acc.update(o.name for o in body.output)
+                _read_names(body, acc)
     return acc
 
 

@@ -5,7 +5,7 @@ propagate small known values, recurse into control-flow bodies.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ from infercast.frontends.onnx.shapes._common import (
     Unknown,
 )
 from infercast.frontends.onnx.shapes.values import VALUE_RULES, ValueFn, Values
-from infercast.ir.graph import Graph, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ops.registry import OpContext
 
 ONNX_INFERENCE_WRONG: dict[str, str] = {
@@ -26,6 +26,10 @@ ONNX_INFERENCE_WRONG: dict[str, str] = {
     # although the schema default is 1 (onnx.defs.get_schema("STFT")); the backend
     # test test_stft expects 9 = 16 // 2 + 1 bins, ONNX's inference gives 16.
     "stft": "ONNX's STFT shape inference defaults onesided to 0; the spec says 1",
+    # onnx 1.x Split-18 with num_outputs gives every output but the last ceil(d / n),
+    # even when that leaves the last one negative (5 into 4: 2, 2, 2, -1), a split
+    # ONNX Runtime rejects; the rule leaves such a split unknown.
+    "split": "ONNX's Split inference gives sizes to splits ONNX Runtime rejects",
 }
 """Ops whose ONNX-inferred output shapes are replaced by these rules (with why)."""
 
@@ -40,14 +44,23 @@ def _layout_for(graph: Graph, shape: Shape | None, old: str | None) -> str | Non
     return graph.layout if shape is not None and len(shape) == 4 else None
 
 
-def _run_rule(fn: Callable[[OpContext], Any], ctx: OpContext, strict: bool) -> Any:
+def _run_rule(
+    fn: Callable[[OpContext], Any],
+    ctx: OpContext,
+    strict: bool,
+    broken: dict[str, str] | None = None,
+    key: str = "",
+) -> Any:
     try:
         return fn(ctx)
     except Unknown:
         return None
-    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError):
+    except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError) as exc:
         if strict:
             raise
+        if broken is not None and isinstance(exc, ValueError):
+            # The shapes reaching this node are inconsistent (the op would fail).
+            broken.setdefault(key, f"{ctx.node.native_op} '{ctx.node.name}': {exc}")
         return None
 
 
@@ -62,7 +75,13 @@ def _combine(old: Shape | None, new: Shape | None, replace: bool) -> Shape | Non
     return tuple(o if o is not None else n for o, n in zip(old, new, strict=True))
 
 
-def infer_missing_shapes(graph: Graph, *, recompute: bool = False, strict: bool = False) -> Graph:
+def infer_missing_shapes(
+    graph: Graph,
+    *,
+    recompute: bool = False,
+    strict: bool = False,
+    declared: Collection[str] = (),
+) -> Graph:
     """Fill unknown output shapes from the rules in :data:`RULES` (ONNX graphs).
 
     Walks the nodes in order, propagating small known values, and returns a new
@@ -75,10 +94,53 @@ def infer_missing_shapes(graph: Graph, *, recompute: bool = False, strict: bool 
     node outputs from the rules alone (graph inputs and constants are kept):
     a check of the rules themselves. ``strict=True`` lets a rule's error escape
     instead of leaving the shape unknown.
+
+    ``declared`` names node outputs whose shape the frontend took from the file's
+    declaration alone (ONNX's inference had nothing): where a rule derives a fully
+    known shape from the inputs that contradicts the declaration, the rule wins,
+    everything downstream is recomputed, and a note names the values.
     """
     if graph.format != "onnx":
         return graph
-    return _infer_graph(graph, graph, {}, {}, recompute, strict)[0]
+    conflicts: list[str] = []
+    state = _Pass(recompute, strict, frozenset(declared), conflicts)
+    out = _infer_graph(graph, graph, {}, {}, state)[0]
+    if state.notes:
+        out = dataclasses.replace(out, notes=(*out.notes, *state.notes))
+    if conflicts:
+        shown = "; ".join(conflicts[:4])
+        if len(conflicts) > 4:
+            shown += f"; and {len(conflicts) - 4} more"
+        note = (
+            f"{len(conflicts)} value(s) declared in the file with a shape that contradicts "
+            f"the op's shape rule; the rule's shape is used: {shown}"
+        )
+        out = dataclasses.replace(out, notes=(*out.notes, note))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pass:
+    recompute: bool
+    strict: bool
+    declared: frozenset[str]
+    conflicts: list[str]
+    broken: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Graph name -> why it cannot run with these input shapes (a rule found them
+    inconsistent, e.g. a reduction axis beyond the rank), unresolved by an If."""
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def _compatible(declared: Shape, inferred: Shape) -> bool:
+    return len(declared) == len(inferred) and all(
+        d is None or i is None or d == i for d, i in zip(declared, inferred, strict=True)
+    )
+
+
+def _shape_str(shape: Shape | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) or "[] (rank 0)"
 
 
 def _seed_body(body: Graph, shapes: list[Shape | None] | None, recompute: bool) -> Graph:
@@ -103,9 +165,11 @@ def _infer_graph(
     root: Graph,
     outer: Mapping[str, Tensor],
     outer_values: Mapping[str, np.ndarray[Any, Any]],
-    recompute: bool,
-    strict: bool,
+    state: _Pass,
+    key: str = "",
 ) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
+    """One graph's pass; ``key`` is its name in the enclosing graph's subgraphs."""
+    recompute, strict = state.recompute, state.strict
     tensors: dict[str, Tensor] = dict(graph.tensors)
     produced = {o for n in graph.nodes for o in n.outputs if o}
     # Values visible from enclosing graphs, updated by the enclosing pass.
@@ -126,6 +190,7 @@ def _infer_graph(
     subgraphs: dict[str, Graph] = dict(graph.subgraphs)
     meta_graph = graph if graph.metadata else dataclasses.replace(graph, metadata=root.metadata)
 
+    nodes = list(graph.nodes)
     for node in graph.nodes:
         ins = [tensors.get(n) if n else None for n in node.inputs]
         sub_values: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
@@ -139,8 +204,12 @@ def _infer_graph(
                 seeds = _run_rule(_bind_key(seed, sub), pre, strict)
                 body = _seed_body(body, seeds, recompute)
             subgraphs[sub], sub_values[sub] = _infer_graph(
-                body, root, {**outer, **tensors}, values, recompute, strict
+                body, root, {**outer, **tensors}, values, state, sub
             )
+        bad = [s for s in node.subgraphs if s in state.broken]
+        if bad and not (node.op == "if" and len(bad) < len(node.subgraphs)):
+            # A loop body (or every branch) cannot run: neither can this graph.
+            state.broken.setdefault(key, state.broken[bad[0]])
         outs = [tensors[n] for n in node.outputs if n and n in tensors]
         view = meta_graph
         if node.subgraphs:
@@ -149,23 +218,44 @@ def _infer_graph(
         rule_fn = RULES.get(node.op)
         replace = node.op in ONNX_INFERENCE_WRONG or any(n in dirty for n in node.inputs if n)
         need = replace or any(
-            _has_unknown(tensors[o].shape) for o in node.outputs if o and o in tensors
+            _has_unknown(tensors[o].shape) or o in state.declared
+            for o in node.outputs
+            if o and o in tensors
         )
         if need:
             shapes: list[Shape | None] | None = None
             if rule_fn is not None:
-                shapes = _run_rule(rule_fn, ctx, strict)
+                shapes = _run_rule(rule_fn, ctx, strict, state.broken, key)
+            taken = _static_branch(node, state) if node.op == "if" else None
+            if taken is not None:
+                shapes = _body_outputs(subgraphs.get(taken))
+                replace = True
+                nodes[node.index] = dataclasses.replace(
+                    node, attrs={**node.attrs, "static_branch": taken}
+                )
             for i, o in enumerate(node.outputs):
                 if not o or o not in tensors:
                     continue
                 t = tensors[o]
                 new = shapes[i] if shapes is not None and i < len(shapes) else None
-                final = _combine(t.shape, new, replace)
+                overrides = (
+                    o in state.declared
+                    and t.shape is not None
+                    and new is not None
+                    and not _has_unknown(new)
+                    and not _compatible(t.shape, new)
+                )
+                if overrides:
+                    # The inputs and the op's rule say otherwise: the declaration loses.
+                    state.conflicts.append(
+                        f"{o} declared {_shape_str(t.shape)}, rule gives {_shape_str(new)}"
+                    )
+                final = new if overrides else _combine(t.shape, new, replace)
                 if final != t.shape:
                     tensors[o] = dataclasses.replace(
                         t, shape=final, layout=_layout_for(graph, final, t.layout)
                     )
-                    if replace and not _has_unknown(t.shape):
+                    if overrides or (replace and not _has_unknown(t.shape)):
                         dirty.add(o)
             outs = [tensors[n] for n in node.outputs if n and n in tensors]
             ctx = OpContext(view, node, ins, outs, values)
@@ -183,7 +273,30 @@ def _infer_graph(
                 for o, v in zip(node.outputs, result, strict=False):
                     if o and v is not None and np.size(v) <= MAX_VALUE_ELEMENTS:
                         values[o] = np.asarray(v)
-    return dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs), values
+    out = dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs, nodes=tuple(nodes))
+    return out, values
+
+
+def _static_branch(node: Node, state: _Pass) -> str | None:
+    """The branch an If must take when the other cannot run with these input shapes
+    (a shape rule found its shapes inconsistent: the model would fail there)."""
+    bad = [s for s in node.subgraphs if s in state.broken]
+    good = [s for s in node.subgraphs if s not in state.broken]
+    if len(bad) != 1 or len(good) != 1:
+        return None
+    note = (
+        f"If '{node.name}': branch {bad[0].rsplit('/', 1)[-1]} cannot run with these input "
+        f"shapes ({state.broken[bad[0]]}); the other branch's shapes and cost are used"
+    )
+    if note not in state.notes:
+        state.notes.append(note)
+    return good[0]
+
+
+def _body_outputs(body: Graph | None) -> list[Shape | None] | None:
+    if body is None:
+        return None
+    return [body.tensors[o].shape if o in body.tensors else None for o in body.outputs]
 
 
 def _bind_key(fn: BodyInputFn, key: str) -> Callable[[OpContext], list[Shape | None]]:
