@@ -671,30 +671,8 @@ def _resolve_runtime_shapes(
     )
     from infercast.isolation import IsolatedError
 
-    _check_given_shapes(path, graph, input_shapes)
-    shapes: dict[str, Shape] = dict(input_shapes)
     notes: list[str] = []
-    for n in graph.inputs:
-        dims = graph.tensors[n].shape or ()
-        if n in shapes or graph.tensors[n].is_static:
-            continue
-        if len(dims) > 1 and dims[0] is None and all(d is not None for d in dims[1:]):
-            shapes[n] = (1, *dims[1:])
-            notes.append(
-                f"input {n}: dynamic batch dimension set to 1 "
-                f"(--input-shape {n}=Nx... to change it)"
-            )
-    missing = [n for n in graph.inputs if not graph.tensors[n].is_static and n not in shapes]
-    if missing:
-        shown = ", ".join(f"{n} [{graph.tensors[n].shape_str()}]" for n in missing)
-        suggestion = _suggestion(path, graph, missing, shapes)
-        raise SymbolicShapeError(
-            f"{path}: input(s) with dynamic dimensions: {shown}",
-            f"fix them, e.g. {suggestion}"
-            if suggestion
-            else "give each with --input-shape NAME=DIMS (the model's documentation says "
-            "what sizes it expects; setting the unknown dimensions to 1 does not run)",
-        )
+    shapes = _runtime_input_shapes(path, graph, input_shapes, notes)
     dynamic = dynamic_tensors(graph, subgraphs)
     unknown_dims = any(
         not graph.tensors[o].is_static for node in graph.nodes for o in node.outputs if o
@@ -736,6 +714,50 @@ def _resolve_runtime_shapes(
         elif name in contradicted and t.shape is not None:
             shape = tuple(None for _ in t.shape)  # LiteRT did not say: unknown
         tensors[name] = dataclasses.replace(t, shape=shape) if shape != t.shape else t
+    why = (
+        "they depend on input values"
+        if invoked is not None
+        else f"LiteRT could not run the model ({res['invoke_error']})"
+    )
+    notes.extend(_runtime_notes(stored, taken, left, why))
+    out = graph.with_tensors(tensors)
+    return dataclasses.replace(out, notes=(*out.notes, *notes))
+
+
+def _runtime_input_shapes(
+    path: str, graph: Graph, input_shapes: Mapping[str, Shape], notes: list[str]
+) -> dict[str, Shape]:
+    """The inputs' shapes to run with: those given, a leading dynamic batch alone as 1
+    (with a note); inputs left dynamic are refused, with a suggestion when one runs."""
+    _check_given_shapes(path, graph, input_shapes)
+    shapes: dict[str, Shape] = dict(input_shapes)
+    for n in graph.inputs:
+        dims = graph.tensors[n].shape or ()
+        if n in shapes or graph.tensors[n].is_static:
+            continue
+        if len(dims) > 1 and dims[0] is None and all(d is not None for d in dims[1:]):
+            shapes[n] = (1, *dims[1:])
+            notes.append(
+                f"input {n}: dynamic batch dimension set to 1 "
+                f"(--input-shape {n}=Nx... to change it)"
+            )
+    missing = [n for n in graph.inputs if not graph.tensors[n].is_static and n not in shapes]
+    if missing:
+        shown = ", ".join(f"{n} [{graph.tensors[n].shape_str()}]" for n in missing)
+        suggestion = _suggestion(path, graph, missing, shapes)
+        raise SymbolicShapeError(
+            f"{path}: input(s) with dynamic dimensions: {shown}",
+            f"fix them, e.g. {suggestion}"
+            if suggestion
+            else "give each with --input-shape NAME=DIMS (the model's documentation says "
+            "what sizes it expects; setting the unknown dimensions to 1 does not run)",
+        )
+    return shapes
+
+
+def _runtime_notes(stored: list[str], taken: int, left: int, why: str) -> list[str]:
+    """What the graph's shapes owe to LiteRT; ``why``: why ``left`` shapes stay unknown."""
+    notes = []
     if stored:
         shown = "; ".join(stored[:3]) + (f"; and {len(stored) - 3} more" if len(stored) > 3 else "")
         notes.append(
@@ -748,11 +770,5 @@ def _resolve_runtime_shapes(
             "STRIDED_SLICE -> RESHAPE chains): taken from one LiteRT run in an isolated process"
         )
     if left:
-        why = (
-            "they depend on input values"
-            if invoked is not None
-            else f"LiteRT could not run the model ({res['invoke_error']})"
-        )
         notes.append(f"{left} tensor shapes are computed while the model runs and {why}: unknown")
-    out = graph.with_tensors(tensors)
-    return dataclasses.replace(out, notes=(*out.notes, *notes))
+    return notes
