@@ -18,9 +18,10 @@ Conventions (stated in every output):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.loops import trip_count
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
@@ -28,10 +29,8 @@ from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
 
-CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
 
-
-@dataclass(frozen=True)
+@record
 class LayerCost:
     subgraph: str
     index: int
@@ -223,21 +222,6 @@ class _Walker:
                 self.sub_totals[name] = self.walk(sub)
         return self.sub_totals[name]
 
-    @staticmethod
-    def body_cost(graph: Graph) -> Callable[[str], OpCost]:
-        """The cost of a subgraph ``graph`` calls (for the handlers of ops/control.py)."""
-
-        def cost(name: str) -> OpCost:
-            sub = graph.subgraphs.get(name)
-            if sub is None:
-                raise ShapeUnknownError(name)
-            result = analyze_graph(sub)
-            if not result.totals.complete:
-                raise ShapeUnknownError(f"{name} (a layer in the subgraph has no known cost)")
-            return OpCost(macs=result.totals.macs, flops=result.totals.flops)
-
-        return cost
-
     def layer(self, graph: Graph, node: Node) -> LayerCost:
         handler = get_handler(node.op)
         outs = graph.output_tensors(node)
@@ -251,13 +235,14 @@ class _Walker:
         macs: int | None = None
         flops: int | None = None
         note = ""
+        control_flow = handler is not None and handler.control_flow and not folded
         if folded:
             status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
-        elif handler is None and node.op not in CONTROL_FLOW:
+        elif handler is None:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
-        elif handler is not None:
+        elif not control_flow:  # control flow: counted from the called subgraphs below
             try:
-                ctx = OpContext(graph, node, ins, outs, subgraph_cost=self.body_cost(graph))
+                ctx = OpContext(graph, node, ins, outs, subgraph_cost=_complete_cost)
                 cost = handler.cost(ctx)
                 macs, flops, note = cost.macs, cost.flops, cost.note
             except ShapeUnknownError as exc:
@@ -282,9 +267,9 @@ class _Walker:
             output_bytes=_activation_bytes(outs),
             note=note,
         )
-        if node.op in CONTROL_FLOW and not folded:
+        if control_flow:
             layer = self.control_flow(graph, node, layer)
-        if not folded and (layer.status in ("ok", "control_flow") or node.op in CONTROL_FLOW):
+        if not folded and (layer.status in ("ok", "control_flow") or control_flow):
             return _partial_outputs(layer, outs)
         return layer
 
@@ -360,6 +345,15 @@ class _Walker:
         )
 
 
+def _complete_cost(sub: Graph) -> OpCost | None:
+    """A called subgraph's cost, for handlers (None when a layer of it has no known cost)."""
+    result = analyze_graph(sub)
+    if not result.totals.complete:
+        return None
+    return OpCost(macs=result.totals.macs, flops=result.totals.flops)
+
+
+@paused_gc()
 def analyze_graph(graph: Graph) -> Analysis:
     """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
     walker = _Walker(graph)

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.lifetimes import (
     Lifetimes,
     TensorLifetime,
@@ -41,7 +43,7 @@ from infercast.errors import InfercastError
 from infercast.ir.graph import Graph
 
 
-@dataclass(frozen=True)
+@record
 class Allocation:
     """One buffer of the plan: where it lies and which tensors live in it."""
 
@@ -201,6 +203,7 @@ def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
     )
 
 
+@paused_gc()
 def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
     """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
     if alignment < 1:

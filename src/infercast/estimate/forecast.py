@@ -63,7 +63,6 @@ from typing import Any
 from infercast.analysis.cost import Analysis, analyze_graph
 from infercast.estimate.fusion import Kernel
 from infercast.estimate.work import (
-    ALIASING,
     LARGE_DEPTHWISE_TAPS,
     PARALLEL_CLASSES,
     PARENT_CLASS,
@@ -80,7 +79,6 @@ from infercast.targets.placement import PlacementReport, device_graph, place
 from infercast.targets.schema import Target
 
 __all__ = [
-    "ALIASING",
     "BOUNDS",
     "LARGE_DEPTHWISE_TAPS",
     "PARALLEL_CLASSES",

@@ -23,14 +23,10 @@ from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims
-from infercast.ops.registry import get_handler
+from infercast.ops.registry import get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport
 from infercast.targets.schema import EFFICIENCY_KEYS, Target
 
-# Ops that only re-label a buffer (no copy in ORT / TFLite when the shapes allow).
-ALIASING = frozenset(
-    {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "identity", "dropout"}
-)
 _FAMILY_CLASS = {
     "conv": "conv",
     "linalg": "linalg",
@@ -202,7 +198,8 @@ def _ceil_to(n: int, m: int) -> int:
 
 
 def _conv_weight(graph: Graph, node: Node) -> Tensor:
-    w_idx = int(node.attrs.get("weight_input", 3 if node.op == "qlinear_conv" else 1))
+    h = get_handler(node.op)
+    w_idx = int(node.attrs.get("weight_input", (h.weight_input if h else None) or 1))
     return graph.tensors[node.inputs[w_idx]]
 
 
@@ -213,10 +210,11 @@ def _weight_layout(node: Node) -> str:
 
 def _channel_factor(graph: Graph, node: Node, m: int) -> float:
     """Output channels (conv) / features (FC) rounded up to a multiple of ``m``, over the count."""
-    if node.op in ("conv", "depthwise_conv", "conv_transpose", "conv_integer", "qlinear_conv"):
+    h = get_handler(node.op)
+    if h is not None and h.conv_like:
         c = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).out_channels
         return _ceil_to(c, m) / c
-    if node.op in ("fully_connected", "gemm", "matmul", "matmul_integer"):
+    if h is not None and h.fc_like:
         out = graph.output_tensors(node)[0]
         if out.is_static and out.shape:
             n = int(out.shape[-1] or 1)
@@ -263,12 +261,18 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
 
 
 def reduction_depth(graph: Graph, node: Node) -> int:
-    """Length of the dot products of a conv / FC / MatMul (0 when not known)."""
+    """Length of the dot products of a conv / FC / MatMul (0 when not known).
+
+    Depthwise convolutions have none: they are not GEMMs (one input channel per output
+    channel), so the short-dot-product effect of a GEMM micro-kernel does not apply."""
+    h = get_handler(node.op)
+    if h is None:
+        return 0
     try:
-        if node.op in ("conv", "conv_integer", "qlinear_conv", "conv_transpose"):
+        if h.conv_like and node.op != "depthwise_conv":
             k = kernel_dims(_conv_weight(graph, node), _weight_layout(node))
             return k.in_channels * k.spatial_size
-        if node.op in ("fully_connected", "gemm", "matmul", "matmul_integer", "qlinear_matmul"):
+        if h.fc_like:
             x = graph.tensors[node.inputs[0]]
             if x.is_static and x.shape:
                 k_dim = int(x.shape[-1] or 0)
@@ -412,7 +416,7 @@ def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, di
     known = all(v is not None for v in (*act_in.values(), *act_out.values()))
     out_bytes = sum(v or 0 for v in act_out.values())
     act_bytes = sum(v or 0 for v in act_in.values()) + out_bytes
-    if members[0].op in ALIASING and len(members) == 1:
+    if relabels_input(dev, members[0]) and len(members) == 1:  # no copy in ORT / TFLite
         act_bytes = 0
     return act_bytes, out_bytes, weights, known
 
@@ -433,7 +437,8 @@ def _arithmetic(
         else:
             ops += lc.flops
     anchor = members[0]
-    if op_class(anchor, dev) == "movement" and known and ops == 0 and anchor.op not in ALIASING:
+    relabel = relabels_input(dev, anchor)
+    if op_class(anchor, dev) == "movement" and known and ops == 0 and not relabel:
         ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))
     return ops, known
 

@@ -12,12 +12,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from infercast._gc import paused_gc
 from infercast.errors import InputShapeError, ModelFileError
 from infercast.ir.graph import Graph, Shape
 
 __all__ = ["load", "parse_input_shapes"]
 
 
+@paused_gc()
 def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
     """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
     p = Path(path)

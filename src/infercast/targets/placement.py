@@ -251,7 +251,9 @@ def _evaluate(view: C.NodeView, checks: list[Check], target: Target) -> list[Rea
     out = []
     for chk in checks:
         ok, detail = C.REGISTRY[chk.name].run(view, chk.params)
-        if not ok:
+        if ok is None:  # undecided: said, without moving the op (a note)
+            out.append(Reason(chk.name, "note", reason_text(chk, target), detail))
+        elif not ok:
             out.append(Reason(chk.name, chk.on_fail, reason_text(chk, target), detail, chk.rewrite))
     return out
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from infercast.bench.profiles.base import OpTime, Profile
-
-_CONTROL_FLOW = {"WHILE", "IF", "CALL_ONCE", "CALL"}
+from infercast.frontends.tflite import canonical_op
+from infercast.ops.registry import is_control_flow
 
 
 def _schema() -> Any:
@@ -128,7 +128,7 @@ def cut_single_ops(data: bytes) -> list[tuple[int, str, bytes | None]]:
     out: list[tuple[int, str, bytes | None]] = []
     for i, op in enumerate(sg.operators or []):
         name = names.get(op.opcodeIndex, "?")
-        if name in _CONTROL_FLOW:
+        if is_control_flow(canonical_op(name)):
             out.append((i, name, None))
         else:
             out.append((i, name, _cut_one(schema, model, sg, op, i, name)))

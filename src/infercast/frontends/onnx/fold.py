@@ -21,21 +21,21 @@ from typing import Any
 
 import numpy as np
 
+from infercast.frontends.onnx.reader import canonical_name
+from infercast.ops.registry import get_handler
+
 MAX_ELEMENTS = 4096
-_SKIP = {
-    "RandomUniform",
-    "RandomNormal",
-    "RandomUniformLike",
-    "RandomNormalLike",
-    "Multinomial",
-    "Bernoulli",
-    "If",
-    "Loop",
-    "Scan",
-    "SequenceConstruct",
-    "SequenceEmpty",
-    "Optional",
-}
+_NOT_TENSORS = {"sequence_construct", "sequence_empty", "optional"}
+"""Ops that make a sequence or an optional, not a tensor shape inference could read."""
+
+
+def _never_folded(node: Any) -> bool:
+    """Random draws and control flow are not evaluated (the op table's facts)."""
+    op = canonical_name(node.op_type, node.domain)
+    facts = get_handler(op)
+    return op in _NOT_TENSORS or (
+        facts is not None and (facts.nondeterministic or facts.control_flow)
+    )
 
 
 def _small(arr: np.ndarray[Any, Any]) -> bool:
@@ -135,8 +135,8 @@ def fold_for_inference(model: Any) -> tuple[Any, int]:
                 continue
             ins = [values.get(n) for n in node.input if n]
             if (
-                node.op_type in _SKIP
-                or node.domain not in ("", "ai.onnx")
+                node.domain not in ("", "ai.onnx")
+                or _never_folded(node)
                 or not ins
                 or any(x is None for x in ins)
                 or _output_too_large(node, ins)  # type: ignore[arg-type]

@@ -169,30 +169,77 @@ def _infer_graph(
     key: str = "",
 ) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
     """One graph's pass; ``key`` is its name in the enclosing graph's subgraphs."""
-    recompute, strict = state.recompute, state.strict
-    tensors: dict[str, Tensor] = dict(graph.tensors)
-    produced = {o for n in graph.nodes for o in n.outputs if o}
-    # Values visible from enclosing graphs, updated by the enclosing pass.
-    for name in tensors:
-        if name in outer and name not in produced and name not in graph.inputs:
-            tensors[name] = outer[name]
-    values: dict[str, np.ndarray[Any, Any]] = {
-        k: v for k, v in outer_values.items() if k not in produced and k not in graph.inputs
-    }
-    if recompute:
-        for node in graph.nodes:
-            if node.op == "constant":
-                continue
-            for o in node.outputs:
-                if o and o in tensors:
-                    tensors[o] = dataclasses.replace(tensors[o], shape=None)
-    dirty: set[str] = set()
-    subgraphs: dict[str, Graph] = dict(graph.subgraphs)
-    meta_graph = graph if graph.metadata else dataclasses.replace(graph, metadata=root.metadata)
+    return _GraphPass(graph, root, outer, outer_values, state, key).run()
 
-    nodes = list(graph.nodes)
-    for node in graph.nodes:
-        ins = [tensors.get(n) if n else None for n in node.inputs]
+
+class _GraphPass:
+    """The pass over one graph: its tensors and known values as they are completed."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        root: Graph,
+        outer: Mapping[str, Tensor],
+        outer_values: Mapping[str, np.ndarray[Any, Any]],
+        state: _Pass,
+        key: str,
+    ) -> None:
+        self.graph, self.root, self.outer, self.state, self.key = graph, root, outer, state, key
+        self.tensors: dict[str, Tensor] = dict(graph.tensors)
+        tensors = self.tensors
+        produced = {o for n in graph.nodes for o in n.outputs if o}
+        # Values visible from enclosing graphs, updated by the enclosing pass.
+        for name in tensors:
+            if name in outer and name not in produced and name not in graph.inputs:
+                tensors[name] = outer[name]
+        self.values: dict[str, np.ndarray[Any, Any]] = {
+            k: v for k, v in outer_values.items() if k not in produced and k not in graph.inputs
+        }
+        if state.recompute:
+            for node in graph.nodes:
+                if node.op == "constant":
+                    continue
+                for o in node.outputs:
+                    if o and o in tensors:
+                        tensors[o] = dataclasses.replace(tensors[o], shape=None)
+        self.dirty: set[str] = set()
+        self.subgraphs: dict[str, Graph] = dict(graph.subgraphs)
+        self.meta_graph = (
+            graph if graph.metadata else dataclasses.replace(graph, metadata=root.metadata)
+        )
+        self.nodes = list(graph.nodes)
+
+    def run(self) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
+        tensors = self.tensors
+        for node in self.graph.nodes:
+            ins = [tensors.get(n) if n else None for n in node.inputs]
+            sub_values = self.bodies(node, ins)
+            outs = [tensors[n] for n in node.outputs if n and n in tensors]
+            view = self.meta_graph
+            if node.subgraphs:
+                view = dataclasses.replace(
+                    self.meta_graph, tensors=tensors, subgraphs=self.subgraphs
+                )
+            ctx = OpContext(view, node, ins, outs, self.values)
+            if self.needs_shapes(node):
+                self.shapes(node, ctx)
+                outs = [tensors[n] for n in node.outputs if n and n in tensors]
+                ctx = OpContext(view, node, ins, outs, self.values)
+            if node.op == "if":
+                _if_values(ctx, self.subgraphs, sub_values, self.values)
+                continue
+            self.propagate_values(node, ctx, ins, outs)
+        out = dataclasses.replace(
+            self.graph, tensors=tensors, subgraphs=self.subgraphs, nodes=tuple(self.nodes)
+        )
+        return out, self.values
+
+    def bodies(
+        self, node: Node, ins: list[Tensor | None]
+    ) -> dict[str, dict[str, np.ndarray[Any, Any]]]:
+        """The pass over each body ``node`` calls (seeded with its inputs' shapes); a
+        body that cannot run makes this graph unable to run too."""
+        state, subgraphs = self.state, self.subgraphs
         sub_values: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
         for sub in node.subgraphs:
             if sub not in subgraphs:
@@ -200,81 +247,86 @@ def _infer_graph(
             body = subgraphs[sub]
             seed = BODY_INPUTS.get(node.op)
             if seed is not None:
-                pre = OpContext(meta_graph, node, ins, [], values)
-                seeds = _run_rule(_bind_key(seed, sub), pre, strict)
-                body = _seed_body(body, seeds, recompute)
+                pre = OpContext(self.meta_graph, node, ins, [], self.values)
+                seeds = _run_rule(_bind_key(seed, sub), pre, state.strict)
+                body = _seed_body(body, seeds, state.recompute)
             subgraphs[sub], sub_values[sub] = _infer_graph(
-                body, root, {**outer, **tensors}, values, state, sub
+                body, self.root, {**self.outer, **self.tensors}, self.values, state, sub
             )
         bad = [s for s in node.subgraphs if s in state.broken]
         if bad and not (node.op == "if" and len(bad) < len(node.subgraphs)):
             # A loop body (or every branch) cannot run: neither can this graph.
-            state.broken.setdefault(key, state.broken[bad[0]])
-        outs = [tensors[n] for n in node.outputs if n and n in tensors]
-        view = meta_graph
-        if node.subgraphs:
-            view = dataclasses.replace(meta_graph, tensors=tensors, subgraphs=subgraphs)
-        ctx = OpContext(view, node, ins, outs, values)
-        rule_fn = RULES.get(node.op)
-        replace = node.op in ONNX_INFERENCE_WRONG or any(n in dirty for n in node.inputs if n)
-        need = replace or any(
-            _has_unknown(tensors[o].shape) or o in state.declared
+            state.broken.setdefault(self.key, state.broken[bad[0]])
+        return sub_values
+
+    def needs_shapes(self, node: Node) -> bool:
+        if node.op in ONNX_INFERENCE_WRONG or any(n in self.dirty for n in node.inputs if n):
+            return True
+        tensors, declared = self.tensors, self.state.declared
+        return any(
+            _has_unknown(tensors[o].shape) or o in declared
             for o in node.outputs
             if o and o in tensors
         )
-        if need:
-            shapes: list[Shape | None] | None = None
-            if rule_fn is not None:
-                shapes = _run_rule(rule_fn, ctx, strict, state.broken, key)
-            taken = _static_branch(node, state) if node.op == "if" else None
-            if taken is not None:
-                shapes = _body_outputs(subgraphs.get(taken))
-                replace = True
-                nodes[node.index] = dataclasses.replace(
-                    node, attrs={**node.attrs, "static_branch": taken}
-                )
-            for i, o in enumerate(node.outputs):
-                if not o or o not in tensors:
-                    continue
-                t = tensors[o]
+
+    def shapes(self, node: Node, ctx: OpContext) -> None:
+        """Apply the op's rule (or a static If branch) to the node's output shapes."""
+        state = self.state
+        replace = node.op in ONNX_INFERENCE_WRONG or any(n in self.dirty for n in node.inputs if n)
+        shapes: list[Shape | None] | None = None
+        rule_fn = RULES.get(node.op)
+        if rule_fn is not None:
+            shapes = _run_rule(rule_fn, ctx, state.strict, state.broken, self.key)
+        taken = _static_branch(node, state) if node.op == "if" else None
+        if taken is not None:
+            shapes = _body_outputs(self.subgraphs.get(taken))
+            replace = True
+            self.nodes[node.index] = dataclasses.replace(
+                node, attrs={**node.attrs, "static_branch": taken}
+            )
+        for i, o in enumerate(node.outputs):
+            if o and o in self.tensors:
                 new = shapes[i] if shapes is not None and i < len(shapes) else None
-                overrides = (
-                    o in state.declared
-                    and t.shape is not None
-                    and new is not None
-                    and not _has_unknown(new)
-                    and not _compatible(t.shape, new)
-                )
-                if overrides:
-                    # The inputs and the op's rule say otherwise: the declaration loses.
-                    state.conflicts.append(
-                        f"{o} declared {_shape_str(t.shape)}, rule gives {_shape_str(new)}"
-                    )
-                final = new if overrides else _combine(t.shape, new, replace)
-                if final != t.shape:
-                    tensors[o] = dataclasses.replace(
-                        t, shape=final, layout=_layout_for(graph, final, t.layout)
-                    )
-                    if overrides or (replace and not _has_unknown(t.shape)):
-                        dirty.add(o)
-            outs = [tensors[n] for n in node.outputs if n and n in tensors]
-            ctx = OpContext(view, node, ins, outs, values)
-        if node.op == "if":
-            _if_values(ctx, subgraphs, sub_values, values)
-            continue
+                self.output(o, new, replace)
+
+    def output(self, o: str, new: Shape | None, replace: bool) -> None:
+        """Combine a rule's shape for output ``o`` with the one known so far."""
+        t = self.tensors[o]
+        overrides = (
+            o in self.state.declared
+            and t.shape is not None
+            and new is not None
+            and not _has_unknown(new)
+            and not _compatible(t.shape, new)
+        )
+        if overrides:
+            # The inputs and the op's rule say otherwise: the declaration loses.
+            self.state.conflicts.append(
+                f"{o} declared {_shape_str(t.shape)}, rule gives {_shape_str(new)}"
+            )
+        final = new if overrides else _combine(t.shape, new, replace)
+        if final != t.shape:
+            self.tensors[o] = dataclasses.replace(
+                t, shape=final, layout=_layout_for(self.graph, final, t.layout)
+            )
+            if overrides or (replace and not _has_unknown(t.shape)):
+                self.dirty.add(o)
+
+    def propagate_values(
+        self, node: Node, ctx: OpContext, ins: list[Tensor | None], outs: list[Tensor]
+    ) -> None:
         vrule = VALUE_RULES.get(node.op)
         # Values are for shape arguments: never materialise a large tensor (weights
         # generated by ConstantOfShape in ONNX's light models are tens of MB).
         small = all((t.elements or 0) <= MAX_VALUE_ELEMENTS for t in outs)
-        if vrule is not None and not node.subgraphs and small:
-            in_vals = [ctx.value(i) if ctx.has_input(i) else None for i in range(len(ins))]
-            result = _run_rule(_bind_values(vrule, in_vals), ctx, False)
-            if result is not None:
-                for o, v in zip(node.outputs, result, strict=False):
-                    if o and v is not None and np.size(v) <= MAX_VALUE_ELEMENTS:
-                        values[o] = np.asarray(v)
-    out = dataclasses.replace(graph, tensors=tensors, subgraphs=subgraphs, nodes=tuple(nodes))
-    return out, values
+        if vrule is None or node.subgraphs or not small:
+            return
+        in_vals = [ctx.value(i) if ctx.has_input(i) else None for i in range(len(ins))]
+        result = _run_rule(_bind_values(vrule, in_vals), ctx, False)
+        if result is not None:
+            for o, v in zip(node.outputs, result, strict=False):
+                if o and v is not None and np.size(v) <= MAX_VALUE_ELEMENTS:
+                    self.values[o] = np.asarray(v)
 
 
 def _static_branch(node: Node, state: _Pass) -> str | None:
