@@ -60,6 +60,16 @@ def silero_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def published_dir() -> Path:
+    return _group("published")
+
+
+@pytest.fixture(scope="session")
+def whatif_dir() -> Path:
+    return _group("whatif")
+
+
+@pytest.fixture(scope="session")
 def example_model() -> Path:
     return REPO / "examples" / "mobilenet_v2_int8.tflite"
 

@@ -97,7 +97,45 @@ def _onnx(path: str, shapes: Spec, values: Spec, rng: np.random.Generator) -> di
         feeds[i.name] = _feed(i.name, shape, types[i.type], rng, values)
     outs = [o.name for o in sess.get_outputs()]
     results = sess.run(outs, feeds)
-    return {n: [int(x) for x in np.shape(r)] for n, r in zip(outs, results, strict=True)}
+    shapes: dict[str, Any] = {
+        n: [int(x) for x in np.shape(r)] for n, r in zip(outs, results, strict=True)
+    }
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+           for n in model.graph.node for a in n.attribute):  # fmt: skip
+        shapes.update(_reference_body_shapes(model, feeds))
+    return shapes
+
+
+def _reference_body_shapes(model: Any, feeds: dict[str, Any]) -> dict[str, Any]:
+    """Shapes of the values computed inside control-flow bodies (If branches, Loop and
+    Scan bodies), which ONNX Runtime cannot expose: ONNX's reference implementation
+    (``onnx.reference``) runs the model on the same inputs and every value it computes
+    is recorded. A value computed several times (loop iterations) with different
+    shapes is recorded as ``{"varies": [...]}``."""
+    from onnx.reference import ReferenceEvaluator
+
+    seen: dict[str, list[list[int]]] = {}
+
+    class Recording(ReferenceEvaluator):  # type: ignore[misc]
+        def _log(self, level: int, pattern: str, *args: Any) -> None:
+            if pattern == " + %s: %s" and len(args) == 2 and isinstance(args[1], np.ndarray):
+                shape = [int(x) for x in args[1].shape]
+                known = seen.setdefault(str(args[0]), [])
+                if shape not in known:
+                    known.append(shape)
+
+    Recording(model).run(None, feeds)
+    body: set[str] = set()
+
+    def collect(g: Any) -> None:
+        for node in g.node:
+            for a in node.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    body.update(o for n in sub.node for o in n.output)
+                    collect(sub)
+
+    collect(model.graph)
+    return {n: (v[0] if len(v) == 1 else {"varies": v}) for n, v in seen.items() if n in body}
 
 
 def runtime_shapes(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,27 +177,31 @@ def compare(analysis: Any, runtime: Mapping[str, Any], model: str) -> Comparison
     when we report it known and it differs.
     """
     graph = analysis.graph
-    shapes: Mapping[str, list[int]] = runtime["shapes"]
+    shapes: Mapping[str, Any] = runtime["shapes"]
     index_of = {name: str(i) for i, name in enumerate(graph.tensors)}
     res = Comparison(model)
-    layer_status = {ly.index: ly.status for ly in analysis.main_layers()}
-    for node in graph.nodes:
-        for out in node.outputs:
-            if not out:
-                continue
-            key = index_of[out] if runtime["format"] == "tflite" else out
-            if key not in shapes:
-                res.not_run += 1
-                continue
-            res.compared += 1
-            ours = graph.tensors[out].shape
-            theirs = tuple(shapes[key])
-            if not _known(ours) or layer_status.get(node.index) == "unknown_shape":
-                res.unknown += 1
-            elif tuple(ours) == theirs:
-                res.equal += 1
-            else:
-                res.wrong.append(f"{node.native_op} {out}: ours {ours}, runtime {theirs}")
+    status = {(ly.subgraph, ly.index): ly.status for ly in analysis.layers}
+    # ONNX values are named uniquely across the model: bodies' values come from
+    # onnx.reference (see _reference_body_shapes). TFLite: the main graph only.
+    graphs = graph.all_graphs() if runtime["format"] == "onnx" else [(graph.name, graph)]
+    for _, g in graphs:
+        for node in g.nodes:
+            for out in node.outputs:
+                if not out:
+                    continue
+                key = index_of[out] if runtime["format"] == "tflite" else out
+                if key not in shapes:
+                    res.not_run += 1
+                    continue
+                res.compared += 1
+                ours = g.tensors[out].shape
+                theirs = shapes[key]
+                if not _known(ours) or status.get((g.name, node.index)) == "unknown_shape":
+                    res.unknown += 1
+                elif isinstance(theirs, list) and tuple(ours) == tuple(theirs):
+                    res.equal += 1
+                else:
+                    res.wrong.append(f"{node.native_op} {out}: ours {ours}, runtime {theirs}")
     return res
 
 

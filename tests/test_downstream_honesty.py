@@ -97,3 +97,19 @@ def test_bench_profile_dynamic_batch_and_failed_profile(
     doc = json.loads(capsys.readouterr().out)
     (run,) = doc["runs"]
     assert run["profile_error"]
+
+
+def test_graph_compile_time_only_when_the_accelerator_runs_something(keras_dir: Path) -> None:
+    """The i.MX 8M Plus NPU compiles its graph on the first run (one_time.graph_compile_s
+    in its target file): charged when a layer runs there, not for a model that runs
+    wholly on the CPU (an ONNX model: its delegate reads TFLite)."""
+    from infercast.targets import load_target
+
+    tgt = load_target("imx8mp-npu-vx")
+    assert tgt.graph_compile_s > 0
+    on_npu = infercast.estimate(keras_dir / "mobilenet_v2_int8.tflite", tgt)
+    assert on_npu.placement.counts()["accelerator"] > 0
+    assert on_npu.one_time_s == tgt.graph_compile_s
+    on_cpu = infercast.estimate(keras_dir / "mobilenet_v2_fp32.onnx", tgt)
+    assert on_cpu.placement.counts()["accelerator"] == 0
+    assert on_cpu.one_time_s == 0.0

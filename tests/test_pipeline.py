@@ -128,7 +128,7 @@ def test_each_stage_runs_once_per_command(
 # ir and ops sit below the frontends (a frontend builds ir and asks ops for shape rules);
 # errors, the version and the worker isolation of untrusted model content at the bottom.
 LAYERS = [
-    {"errors", "_version", "isolation", "sandbox"},
+    {"errors", "_version", "isolation", "sandbox", "_gc", "_records"},
     {"ir"},
     {"ops"},
     {"frontends"},
@@ -136,6 +136,7 @@ LAYERS = [
     {"targets"},
     {"bench"},
     {"estimate"},
+    {"whatif"},
     {"report"},
     {"api"},
     {"cli"},

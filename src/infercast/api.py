@@ -51,8 +51,13 @@ from infercast.report import memory as memory_report
 from infercast.report import placement as placement_report
 from infercast.report import targets as targets_report
 from infercast.report import validation as validation_report
+from infercast.report import whatif as whatif_report
 from infercast.targets import PlacementReport, Target, load_target, place
 from infercast.targets import list_targets as builtin_targets
+from infercast.whatif import WhatIfResult as _WhatIf
+from infercast.whatif import whatif as run_whatif
+from infercast.whatif.advise import AdviceResult as _Advice
+from infercast.whatif.advise import advise as run_advise
 
 ModelLike = str | os.PathLike[str] | Graph
 TargetLike = str | os.PathLike[str] | Target
@@ -177,7 +182,8 @@ def check(
     memory: MemoryAnalysis | None = None,
 ) -> CheckResult:
     """Where each op runs on ``target`` and why; segments, crossings, memory fit.
-    ``exit_code`` is 0 when everything runs on the accelerator and fits, else 3."""
+    ``exit_code`` is 0 when everything runs on the accelerator and fits, 3 when something
+    falls back or does not fit, 4 when whether it fits is unknown (unknown tensor sizes)."""
     graph = _graph(model, input_shapes)
     return _upgrade(CheckResult, place(graph, _target(target), memory=memory))
 
@@ -206,12 +212,15 @@ def estimate(
     memory: MemoryAnalysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
+    threads: int | None = None,
+    clock_hz: float | None = None,
 ) -> EstimateResult:
     """Per-layer latency forecast on ``target``, with what bounds each layer.
 
     ``analysis``, ``placement`` and ``memory`` are the earlier stages' results when
     the caller has them; ``fuse=False`` costs every op as its own kernel;
-    ``params`` overrides the target's numbers.
+    ``params`` overrides the target's numbers; ``threads``: the CPU runtime's thread
+    count (default 1); ``clock_hz``: the main unit's clock when not the file's.
     """
     graph = _graph(model, input_shapes)
     tgt = _target(target) if placement is None else placement.target
@@ -219,7 +228,10 @@ def estimate(
         placement = place(graph, tgt, memory=memory)
     if analysis is None:
         analysis = analyze_graph(graph)
-    fc = forecast(graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params)
+    fc = forecast(
+        graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
+        threads=threads, clock_hz=clock_hz,
+    )  # fmt: skip
     return _upgrade(EstimateResult, fc, analysis=analysis)
 
 
@@ -301,6 +313,60 @@ def bench(
         specs,
         timeout_s=timeout_s,
         peak_for=peak_for(target, peak_gmacs, analysis),
+        on_progress=on_progress,
+        analysis=analysis,
+        notes=notes,
+    )
+    return _upgrade(BenchResult, rep)
+
+
+def bench_remote(
+    model: str | os.PathLike[str],
+    board: str,
+    runtimes: Sequence[str] | None = None,
+    threads: Sequence[int | None] | None = None,
+    sweeps: Mapping[str, Sequence[str]] | None = None,
+    *,
+    input_shapes: InputShapes = None,
+    target: TargetLike | None = None,
+    peak_gmacs: float | None = None,
+    timeout_s: float = 600.0,
+    connect_timeout_s: float = 15.0,
+    remote_python: str | None = None,
+    delegate: str | None = None,
+    delegate_options: Sequence[str] = (),
+    on_start: Callable[[Sequence[RunSpec]], None] | None = None,
+    on_progress: Callable[[int, RunSpec, str, float], None] | None = None,
+    **run_options: Any,
+) -> BenchResult:
+    """:func:`bench` on a board over SSH (``board``: a name of the boards file or
+    ``[user@]host[:port]``; :mod:`infercast.bench.remote`): the board's runtime, the same
+    protocol, the board's environment; ``target`` defaults to the board's."""
+    from infercast.bench.remote import bench_remote as run_remote
+    from infercast.bench.remote_cli import plan
+
+    brd, specs, tgt = plan(
+        Path(model),
+        board,
+        remote_python=remote_python,
+        runtimes=runtimes,
+        threads=threads,
+        sweeps=sweeps or {},
+        delegate=delegate,
+        delegate_options=delegate_options,
+        target=target,
+        common={"input_shapes": input_shapes or {}, **run_options},
+    )
+    tgt = tgt if peak_gmacs is None else None
+    analysis, notes = _static_cost(model, input_shapes, required=tgt is not None)
+    if on_start is not None:
+        on_start(specs)
+    rep = run_remote(
+        specs,
+        brd,
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        peak_for=peak_for(tgt, peak_gmacs, analysis),
         on_progress=on_progress,
         analysis=analysis,
         notes=notes,
@@ -454,6 +520,54 @@ def list_targets() -> TargetList:
 
 
 # --------------------------------------------------------------------------- #
+# whatif, advise
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class WhatIfResult(_WhatIf):
+    """Variants of a model on a target (:class:`infercast.whatif.WhatIfResult`)."""
+
+    def to_records(self) -> Records:
+        """One flat dict per variant (memories as ``<name>_required_bytes`` / ``_fits``)."""
+        return whatif_report.records(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return whatif_report.to_dict(self)
+
+
+def whatif(
+    model: ModelLike,
+    target: TargetLike,
+    input_shapes: InputShapes = None,
+    **options: Any,
+) -> WhatIfResult:
+    """Variants of the model on ``target``: ``resolution=[128, 160]``, ``width=[0.5, 1.0]``,
+    ``dtype=["int8"]``, ``quant``, ``replace=["HARD_SWISH=RELU6"]``, ``keep``, ``divisor``,
+    ``threads``, ``fit=True`` (with ``budget_s``): :func:`infercast.whatif.whatif`.
+    ``to_records()`` gives one row per variant, ``to_dict()`` ``infercast.whatif/1``."""
+    result = run_whatif(_graph(model, input_shapes), _target(target), **options)
+    return _upgrade(WhatIfResult, result)
+
+
+@dataclass(frozen=True)
+class AdviceResult(_Advice):
+    """Ranked advice (:class:`infercast.whatif.advise.AdviceResult`)."""
+
+    def to_records(self) -> Records:
+        """One flat dict per item, ranked."""
+        return whatif_report.advice_records(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return whatif_report.advice_dict(self)
+
+
+def advise(model: ModelLike, target: TargetLike, input_shapes: InputShapes = None) -> AdviceResult:
+    """Ranked advice for the model on ``target``, each item's gain from its what-if
+    (``infercast advise``); ``to_dict()`` gives ``infercast.advice/1``."""
+    return _upgrade(AdviceResult, run_advise(_graph(model, input_shapes), _target(target)))
+
+
 # The HTML report
 # --------------------------------------------------------------------------- #
 
@@ -535,6 +649,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 __all__ = [
+    "AdviceResult",
     "AnalysisResult",
     "BenchResult",
     "Calibration",
@@ -544,6 +659,8 @@ __all__ = [
     "ProfileResult",
     "TargetList",
     "ValidationResult",
+    "WhatIfResult",
+    "advise",
     "analyze",
     "bench",
     "calibrate",
@@ -556,4 +673,5 @@ __all__ = [
     "plan_memory",
     "profile_import",
     "validate",
+    "whatif",
 ]

@@ -18,23 +18,24 @@ Conventions (stated in every output):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
+from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.loops import trip_count
 from infercast.errors import ModelFileError
+from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
 
-CONTROL_FLOW = {"while", "if", "call_once", "call", "loop", "scan"}
 MAX_CALL_DEPTH = 64
 """Deepest chain of subgraphs calling subgraphs analysed (deeper: a corrupt file)."""
 
 
-@dataclass(frozen=True)
+@record
 class LayerCost:
     subgraph: str
     index: int
@@ -122,28 +123,99 @@ def _activation_bytes(tensors: list[Tensor]) -> int | None:
     return total
 
 
+def _shape_str(shape: Shape | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
+_CONTAINERS = (DType.VARIANT, DType.RESOURCE)
+
+
+def dead_graphs(graph: Graph) -> set[int]:
+    """id() of every subgraph that cannot run: the other branches of an If with a
+    ``static_branch``, and everything they call."""
+    dead: set[int] = set()
+
+    def mark(g: Graph) -> None:
+        dead.add(id(g))
+        for sub in g.subgraphs.values():
+            mark(sub)
+
+    def visit(g: Graph) -> None:
+        for node in g.nodes:
+            run = called_subgraphs(node)
+            for key in node.subgraphs:
+                sub = g.subgraphs.get(key)
+                if sub is not None:
+                    (visit if key in run else mark)(sub)
+
+    visit(graph)
+    return dead
+
+
+def called_subgraphs(node: Node) -> tuple[str, ...]:
+    """The subgraphs ``node`` may run: an If whose other branch cannot run with these
+    shapes (``static_branch``, set by the ONNX shape pass) runs that branch only."""
+    taken = node.attrs.get("static_branch")
+    if node.op == "if" and isinstance(taken, str) and taken in node.subgraphs:
+        return (taken,)
+    return node.subgraphs
+
+
+def _partial_outputs(layer: LayerCost, outs: list[Tensor]) -> LayerCost:
+    """A layer with an output whose shape is not fully known is ``unknown_shape``.
+
+    Its size (bytes, memory, everything downstream) is unknown, so the totals cannot
+    be complete. The cost rule ran without needing those dimensions, so the MACs and
+    FLOPs it gave stay (they depend on the inputs only, as a Reshape's 0 or a
+    NonMaxSuppression's worst case); the note says so.
+    """
+    # Containers (ONNX sequences, optionals, maps; handles) have no shape to know.
+    partial = [t for t in outs if not t.is_static and t.dtype not in _CONTAINERS]
+    if not partial:
+        return layer
+    shown = ", ".join(f"{t.name} [{_shape_str(t.shape)}]" for t in partial[:3])
+    if len(partial) > 3:
+        shown += f" and {len(partial) - 3} more"
+    counted = ""
+    if layer.flops is not None and layer.status == "ok":
+        counted = f"; its {layer.flops:,} FLOPs do not depend on the unknown dimensions"
+    note = f"output shape not known statically: {shown}{counted}"
+    if layer.note:
+        note = f"{note} ({layer.note})"
+    return replace(layer, status="unknown_shape", note=note)
+
+
 class _Walker:
     def __init__(self, root: Graph) -> None:
         self.root = root
         self.layers: list[LayerCost] = []
         self.notes: list[str] = []
         self.sub_totals: dict[str, tuple[int | None, int | None]] = {}
+        self.sub_partial: dict[str, bool] = {}
+        self.layer_graphs: list[int] = []
+        """id() of the graph of each entry of ``layers``."""
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
         self.depth = 0
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
-        """Append the layers of ``graph``; return its (MACs, FLOPs), None if unknown."""
-        macs: int | None = 0
-        flops: int | None = 0
+        """Append the layers of ``graph``; return its (MACs, FLOPs). When some layer
+        has no cost rule or a shape not known statically, they are a lower bound and
+        ``sub_partial[graph.name]`` says so (the op calling it is then unknown too)."""
+        macs = 0
+        flops = 0
+        complete = True
         for node in graph.nodes:
             layer = self.layer(graph, node)
             self.layers.append(layer)
-            if layer.status in ("ok", "control_flow", "folded"):
-                if macs is not None and layer.macs is not None:
-                    macs += layer.macs
-                if flops is not None and layer.flops is not None:
-                    flops += layer.flops
+            self.layer_graphs.append(id(graph))
+            if layer.status in ("unsupported", "unknown_shape"):
+                complete = False
+            macs += layer.macs or 0
+            flops += layer.flops or 0
+        self.sub_partial[graph.name] = not complete
         return macs, flops
 
     def subgraph_cost(self, graph: Graph, name: str) -> tuple[int | None, int | None]:
@@ -164,21 +236,6 @@ class _Walker:
                 self.depth -= 1
         return self.sub_totals[name]
 
-    @staticmethod
-    def body_cost(graph: Graph) -> Callable[[str], OpCost]:
-        """The cost of a subgraph ``graph`` calls (for the handlers of ops/control.py)."""
-
-        def cost(name: str) -> OpCost:
-            sub = graph.subgraphs.get(name)
-            if sub is None:
-                raise ShapeUnknownError(name)
-            result = analyze_graph(sub)
-            if not result.totals.complete:
-                raise ShapeUnknownError(f"{name} (a layer in the subgraph has no known cost)")
-            return OpCost(macs=result.totals.macs, flops=result.totals.flops)
-
-        return cost
-
     def layer(self, graph: Graph, node: Node) -> LayerCost:
         handler = get_handler(node.op)
         outs = graph.output_tensors(node)
@@ -192,13 +249,14 @@ class _Walker:
         macs: int | None = None
         flops: int | None = None
         note = ""
+        control_flow = handler is not None and handler.control_flow and not folded
         if folded:
             status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
-        elif handler is None and node.op not in CONTROL_FLOW:
+        elif handler is None:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
-        elif handler is not None and node.op not in CONTROL_FLOW:  # control_flow() costs those
+        elif not control_flow:  # control flow: counted from the called subgraphs below
             try:
-                ctx = OpContext(graph, node, ins, outs, subgraph_cost=self.body_cost(graph))
+                ctx = OpContext(graph, node, ins, outs, subgraph_cost=_complete_cost)
                 cost = handler.cost(ctx)
                 macs, flops, note = cost.macs, cost.flops, cost.note
             except ShapeUnknownError as exc:
@@ -223,14 +281,45 @@ class _Walker:
             output_bytes=_activation_bytes(outs),
             note=note,
         )
-        if node.op in CONTROL_FLOW and not folded:
-            return self.control_flow(graph, node, layer)
+        if control_flow:
+            layer = self.control_flow(graph, node, layer)
+        if not folded and (layer.status in ("ok", "control_flow") or control_flow):
+            return _partial_outputs(layer, outs)
         return layer
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         """WHILE / IF / Loop / Scan / CALL_ONCE: the called subgraphs' cost, times the
-        trip count where the graph fixes it (analysis/loops.py), else once."""
+        trip count where the graph fixes it (analysis/loops.py), else once. When a
+        called subgraph has layers of unknown cost, the layer is ``unknown_shape`` and
+        its MACs and FLOPs are a lower bound (the note says so)."""
+        layer = self._control_flow_cost(graph, node, base)
+        partial = [s for s in called_subgraphs(node) if self.sub_partial.get(s)]
+        if layer.status != "control_flow" or not partial:
+            return layer
+        return replace(
+            layer,
+            status="unknown_shape",
+            note=f"lower bound: {len(partial)} called subgraph(s) have layers of unknown cost "
+            f"({', '.join(partial[:2])}); {layer.note}",
+        )
+
+    def _control_flow_cost(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
         costs = {s: self.subgraph_cost(graph, s) for s in node.subgraphs}
+        taken = node.attrs.get("static_branch")
+        if node.op == "if" and isinstance(taken, str) and taken in costs:
+            m, f = costs[taken]
+            if m is None or f is None:
+                return replace(
+                    base, status="unknown_shape", note="a called subgraph has unknown cost"
+                )
+            other = ", ".join(s.rsplit("/", 1)[-1] for s in node.subgraphs if s != taken)
+            return replace(
+                base,
+                status="control_flow",
+                macs=m,
+                flops=f,
+                note=f"the {taken.rsplit('/', 1)[-1]}: {other} cannot run with these shapes",
+            )
         if any(m is None or f is None for m, f in costs.values()):
             return replace(base, status="unknown_shape", note="a called subgraph has unknown cost")
         macs = {s: m or 0 for s, (m, _) in costs.items()}
@@ -270,6 +359,14 @@ class _Walker:
         )
 
 
+def _complete_cost(sub: Graph) -> OpCost | None:
+    """A called subgraph's cost, for handlers (None when a layer of it has no known cost)."""
+    result = analyze_graph(sub)
+    if not result.totals.complete:
+        return None
+    return OpCost(macs=result.totals.macs, flops=result.totals.flops)
+
+
 _MEMO: ContextVar[dict[int, tuple[Graph, Analysis]] | None] = ContextVar("memo", default=None)
 
 
@@ -299,14 +396,19 @@ def _memoised(graph: Graph, memo: dict[int, tuple[Graph, Analysis]]) -> Analysis
     return result
 
 
+@paused_gc()
 def _analyze_graph(graph: Graph) -> Analysis:
     walker = _Walker(graph)
+    dead = dead_graphs(graph)
     walker.walk(graph)
     for name, sub in graph.subgraphs.items():
         if name not in walker.sub_totals:
             walker.sub_totals[name] = walker.walk(sub)
     layers = walker.layers
     main = [ly for ly in layers if ly.subgraph == graph.name]
+    # Layers of branches that cannot run with these shapes are listed, not counted.
+    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead}
+    live = [ly for i, ly in enumerate(layers) if i not in never]
 
     # Unique weights over the main graph and everything it calls.
     unique: dict[str, tuple[int, int, int]] = {}
@@ -319,8 +421,8 @@ def _analyze_graph(graph: Graph) -> Analysis:
             unique[key] = (t.elements or 0, t.storage_bytes, t.nbytes or 0)
     macs = sum(ly.macs or 0 for ly in main)
     flops = sum(ly.flops or 0 for ly in main)
-    unsupported = [ly for ly in layers if ly.status == "unsupported"]
-    unknown = [ly for ly in layers if ly.status == "unknown_shape"]
+    unsupported = [ly for ly in live if ly.status == "unsupported"]
+    unknown = [ly for ly in live if ly.status == "unknown_shape"]
     totals = Totals(
         macs=macs,
         flops=flops,
@@ -343,10 +445,15 @@ def _analyze_graph(graph: Graph) -> Analysis:
     notes = list(graph.notes)
     for _name, sub in graph.subgraphs.items():
         notes.extend(sub.notes)
+    if never:
+        notes.append(
+            f"{len(never)} layer(s) of If branches that cannot run with these input shapes "
+            "are listed but not counted"
+        )
     if unknown:
         notes.append(
             f"{len(unknown)} layer(s) have shapes that are not known statically; "
-            "their cost is missing from the totals"
+            "their cost or their activation bytes are missing from the totals"
         )
     if unsup:
         notes.append(

@@ -29,15 +29,18 @@ Lifetimes (inclusive step ranges)
     subgraph invocation"). A value no one reads lives during its producer.
 
 Buffers
-    Alias-only ops (reshape, squeeze, unsqueeze, expand_dims, flatten,
-    identity, bitcast) write no new data: their output shares the input's
-    buffer, whose lifetime grows to cover both. The rule is TFLite's
-    (``tensorflow/lite/arena_planner.cc``, ``InputTensorCanBeShared`` with the
-    kernels' ``kTfLiteInplaceOpInput0Shared | kTfLiteInplaceOpDataUnmodified``
-    flags in ``kernels/reshape.cc``, ``squeeze.cc``, ``expand_dims.cc``): not when
-    the input is a graph input or the output a graph output, and only between
-    tensors of the same byte size. ONNX Runtime's Reshape / Squeeze /
-    Unsqueeze / Flatten / Identity kernels declare the same alias.
+    Alias-only ops (the ``alias`` fact of the op table: reshape, squeeze,
+    unsqueeze, expand_dims, flatten, identity, bitcast, dropout) write no new
+    data: their output shares the input's buffer, whose lifetime grows to
+    cover both. The rule is TFLite's (``tensorflow/lite/arena_planner.cc``,
+    ``InputTensorCanBeShared`` with the kernels' ``kTfLiteInplaceOpInput0Shared |
+    kTfLiteInplaceOpDataUnmodified`` flags in ``kernels/reshape.cc``,
+    ``squeeze.cc``, ``expand_dims.cc``, ``bitcast.cc``): not when the input is a
+    graph input or the output a graph output, and only between tensors of the
+    same byte size. ONNX Runtime's Reshape / Squeeze / Unsqueeze / Flatten /
+    Identity kernels declare the same alias, and it removes a Dropout whose mask
+    output no one reads (``core/optimizer/dropout_elimination.cc``); an alias op
+    whose other outputs are read is not shared.
     Sharing a buffer never raises the peak: the two tensors are then never
     both in memory. (TFLite Micro's default planner copies instead; its arena
     can only be larger.)
@@ -60,24 +63,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
+from infercast._gc import paused_gc
+from infercast._records import record
+from infercast.analysis.cost import called_subgraphs
 from infercast.ir.graph import Graph, Node, Tensor
-
-ALIAS_OPS = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "expand_dims", "flatten", "identity", "bitcast"}
-)
-"""Ops whose output is the input's bytes re-labelled (shared buffer, no copy)."""
-
-CONTROL_FLOW_OPS = frozenset({"while", "if", "call_once", "call", "loop", "scan"})
+from infercast.ops.registry import ops_where, relabels_input
 
 
-def _in_place_ops() -> frozenset[str]:
-    from infercast.ops.elementwise import BINARY, UNARY
-
-    return frozenset({*UNARY, *BINARY, "depthwise_conv"})
-
-
-@dataclass(frozen=True)
+@record
 class Step:
     """One position in the flattened execution order."""
 
@@ -93,7 +88,7 @@ class Step:
     """0 for the main graph, 1 for a subgraph it calls, …"""
 
 
-@dataclass(frozen=True)
+@record
 class TensorLifetime:
     """A tensor of the arena: its size, first and last step, and its buffer."""
 
@@ -114,7 +109,7 @@ class TensorLifetime:
     dtype: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Buffer:
     """A region the arena must hold: one tensor, or several that share it.
 
@@ -131,7 +126,7 @@ class Buffer:
     segments: tuple[tuple[int, int, int], ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class OutsideTensor:
     """A non-constant tensor not planned in the arena (persistent or unsized)."""
 
@@ -176,7 +171,7 @@ class _Builder:
         self.scope_spans: dict[tuple[str, int], tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
         self.graphs: dict[str, Graph] = {}
-        self.key_cache: dict[tuple[int, str], str | None] = {}
+        self.key_cache: dict[int, dict[str, str | None]] = {}
         self.stack: list[int] = []
         self.notes: list[str] = []
 
@@ -213,20 +208,32 @@ class _Builder:
         self.where.setdefault(k, (g, name))
         return k
 
-    def touch(self, g: Graph, name: str, step: int) -> str | None:
-        ck = (id(g), name)
-        if ck in self.key_cache:
-            k = self.key_cache[ck]
-        else:
-            k = self.key_cache[ck] = self.arena_key(g, name)
-        if k is None:
-            return None
-        f = self.first.get(k)
-        if f is None or step < f:
-            self.first[k] = step
-        if step > self.last.get(k, -1):
-            self.last[k] = step
-        return k
+    def keys_of(self, g: Graph) -> dict[str, str | None]:
+        """The arena key of each of ``g``'s tensor names seen so far (None: not arena)."""
+        keys = self.key_cache.get(id(g))
+        if keys is None:
+            keys = self.key_cache[id(g)] = {}
+        return keys
+
+    def touch_names(
+        self, keys: dict[str, str | None], g: Graph, names: tuple[str, ...], step: int
+    ) -> list[str]:
+        """Mark the arena tensors among ``names`` alive at ``step``; their keys."""
+        first, last = self.first, self.last
+        out: list[str] = []
+        for name in names:
+            if name in keys:
+                k = keys[name]
+            else:
+                k = keys[name] = self.arena_key(g, name)
+            if k is None:
+                continue
+            if k not in first:
+                first[k] = step
+            if last.get(k, -1) < step:
+                last[k] = step
+            out.append(k)
+        return out
 
     def new_step(self, g: Graph, scope: str, node: Node | None, depth: int) -> int:
         i = len(self.steps)
@@ -244,6 +251,7 @@ class _Builder:
         keys of enclosing-scope tensors it reads (ONNX bodies)."""
         self.runs[scope] = self.runs.get(scope, 0) + 1
         self.graphs[scope] = g
+        keys = self.keys_of(g)
         local: set[str] = set()
         outer: set[str] = set()
         if g is self.root:
@@ -252,48 +260,51 @@ class _Builder:
                 self.new_step(g, scope, None, depth)
         else:
             start = self.new_step(g, scope, None, depth)
-        for name in g.inputs:
-            k = self.touch(g, name, start)
-            if k:
-                local.add(k)
+        local.update(self.touch_names(keys, g, g.inputs, start))
+        steps, gname = self.steps, g.name
         for node in g.nodes:
-            s = self.new_step(g, scope, node, depth)
-            outs = [self.touch(g, o, s) for o in node.outputs]
-            local.update(k for k in outs if k)
+            s = len(steps)
+            steps.append(Step(s, gname, scope, node.index, node.name, node.op, depth))
+            local.update(self.touch_names(keys, g, node.outputs, s))
             e = s
             called_outer: set[str] = set()
-            for sub_name in node.subgraphs:
-                sub = self.sub(g, sub_name)
-                if sub is None:
-                    self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")
-                    continue
-                if id(sub) in self.stack:
-                    self.notes.append(f"{node.name}: recursive call of '{sub_name}' not followed")
-                    continue
-                self.stack.append(id(sub))
-                e, reads = self.run(sub, sub_name, depth + 1)
-                self.stack.pop()
-                called_outer |= reads
-            for i in node.inputs:
-                k = self.touch(g, i, e)
-                if k and k not in local:
+            if node.subgraphs:
+                e, called_outer = self.call(g, node, depth, e)
+            for k in self.touch_names(keys, g, node.inputs, e):
+                if k not in local:
                     outer.add(k)
-            for o in node.outputs:
-                self.touch(g, o, e)
-            for k in called_outer:
-                if k in self.first:
-                    self.last[k] = max(self.last[k], e)
-                    if k not in local:
-                        outer.add(k)
-            for spans, gk in ((self.spans, g.name), (self.scope_spans, scope)):
+            if e != s:  # outputs stay alive over the called subgraphs' steps
+                self.touch_names(keys, g, node.outputs, e)
+                for k in called_outer:
+                    if k in self.first:
+                        self.last[k] = max(self.last[k], e)
+                        if k not in local:
+                            outer.add(k)
+            for spans, gk in ((self.spans, gname), (self.scope_spans, scope)):
                 prev = spans.get((gk, node.index))
                 spans[(gk, node.index)] = (prev[0], e) if prev else (s, e)
-        end = len(self.steps) - 1
-        for name in g.outputs:
-            self.touch(g, name, end)
-        return end, outer
+        self.touch_names(keys, g, g.outputs, len(steps) - 1)
+        return len(steps) - 1, outer
+
+    def call(self, g: Graph, node: Node, depth: int, e: int) -> tuple[int, set[str]]:
+        """Run the subgraphs ``node`` calls; the last step, the outer keys they read."""
+        called_outer: set[str] = set()
+        for sub_name in called_subgraphs(node):
+            sub = self.sub(g, sub_name)
+            if sub is None:
+                self.notes.append(f"{node.name}: called subgraph '{sub_name}' not found")
+                continue
+            if id(sub) in self.stack:
+                self.notes.append(f"{node.name}: recursive call of '{sub_name}' not followed")
+                continue
+            self.stack.append(id(sub))
+            e, reads = self.run(sub, sub_name, depth + 1)
+            self.stack.pop()
+            called_outer |= reads
+        return e, called_outer
 
 
+@paused_gc()
 def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
     """Lifetimes and buffers of every arena tensor of ``graph`` (see module docstring)."""
     b = _Builder(graph)
@@ -307,138 +318,18 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
             f"{len(uncalled)} subgraph(s) not called from the main graph are not planned: "
             + ", ".join(uncalled[:5])
         )
-
-    # Union of tensors into buffers, in step order.
-    parent: dict[str, str] = {k: k for k in b.first}
-    size: dict[str, int] = {}
-    bfirst: dict[str, int] = {}
-    blast: dict[str, int] = {}
-    shares: dict[str, str] = {}
-    for k, (g, name) in b.where.items():
-        if k in b.first:
-            n = g.tensors[name].nbytes
-            assert n is not None
-            size[k] = n
-            bfirst[k] = b.first[k]
-            blast[k] = b.last[k]
-
-    def find(k: str) -> str:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    # Graph inputs and outputs (of the main graph and of each called subgraph): an
-    # op never writes in place over a buffer that holds one.
-    pinned = {
-        b.key(g, n)
-        for g in b.graphs.values()
-        for n in (*g.inputs, *g.outputs)
-        if n and b.key(g, n) in parent
-    }
-
-    def merge(into: str, k: str, how: str) -> None:
-        r = find(into)
-        parent[k] = r
-        if k in pinned:
-            pinned.add(r)
-        size[r] = max(size[r], size[k])
-        bfirst[r] = min(bfirst[r], bfirst[k])
-        blast[r] = max(blast[r], blast[k])
-        shares[k] = how
-
-    ip_ops = _in_place_ops() if in_place else frozenset()
-    for step in b.steps:
-        if step.node_index < 0:
-            continue
-        g = b.graphs[step.scope]
-        node = g.nodes[step.node_index]
-        if node.folded or not node.outputs or not node.outputs[0]:
-            continue
-        if node.op not in ALIAS_OPS and node.op not in ip_ops:
-            continue
-        span = b.scope_spans.get((step.scope, node.index))
-        if span is None or span[0] != step.index:
-            continue  # decide once per node, at its first step
-        out = b.key(g, node.outputs[0])
-        if out not in parent or out in shares or find(out) != out:
-            continue
-        if node.outputs[0] in g.outputs:
-            continue
-        if node.op in ALIAS_OPS:
-            cands = [0]
-        elif node.op == "depthwise_conv":
-            cands = [int(node.attrs.get("data_input", 0))]
-        else:
-            cands = list(range(len(node.inputs)))
-        out_t = g.tensors[node.outputs[0]]
-        for ci in cands:
-            if ci >= len(node.inputs) or not node.inputs[ci]:
-                continue
-            in_name = node.inputs[ci]
-            ik = b.key(g, in_name)
-            if ik not in parent or in_name in g.inputs:
-                continue
-            r = find(ik)
-            if r == out:
-                continue
-            in_t = g.tensors[in_name]
-            if node.op in ALIAS_OPS:
-                if in_t.nbytes != out_t.nbytes:
-                    continue
-                merge(ik, out, "alias")
-                break
-            # In-place: the input buffer dies here, is big enough, same element count;
-            # only for nodes that run once (a subgraph run twice reuses its buffers).
-            if b.runs.get(step.scope, 0) != 1 or span[0] != span[1]:
-                continue
-            if blast[r] != step.index or size[out] > size[r] or r in pinned:
-                continue
-            if node.op != "depthwise_conv" and in_t.elements != out_t.elements:
-                continue
-            merge(ik, out, "in_place")
-            break
-
-    main_in = set(graph.inputs)
-    main_out = set(graph.outputs)
-    tensors: list[TensorLifetime] = []
-    members: dict[str, list[str]] = {}
-    for k in sorted(b.first, key=lambda x: (b.first[x], b.last[x], x)):
-        g, name = b.where[k]
-        t = g.tensors[name]
-        if g is graph and name in main_in:
-            kind = "input_output" if name in main_out else "input"
-        elif g is graph and name in main_out:
-            kind = "output"
-        else:
-            kind = "activation"
-        r = find(k)
-        members.setdefault(r, []).append(k)
-        tensors.append(
-            TensorLifetime(
-                key=k,
-                graph=g.name,
-                tensor=name,
-                nbytes=size_of(t),
-                first=b.first[k],
-                last=b.last[k],
-                kind=kind,
-                buffer=r,
-                shares=shares.get(k, ""),
-                shape=tuple(int(d or 0) for d in (t.shape or ())),
-                dtype=t.dtype.value,
-            )
-        )
+    union = _Union(b)
+    union.share(b, in_place)
+    tensors, members = _tensor_lifetimes(b, union, graph)
+    by_key = {t.key: t for t in tensors}
     buffers = tuple(
         Buffer(
             r,
-            size[r],
-            bfirst[r],
-            blast[r],
+            union.size[r],
+            union.first[r],
+            union.last[r],
             tuple(ms),
-            _footprint(
-                [(size_of(b.where[k][0].tensors[b.where[k][1]]), b.first[k], b.last[k]) for k in ms]
-            ),
+            _footprint([(by_key[k].nbytes, by_key[k].first, by_key[k].last) for k in ms]),
         )
         for r, ms in members.items()
     )
@@ -458,6 +349,149 @@ def compute_lifetimes(graph: Graph, *, in_place: bool = False) -> Lifetimes:
         in_place=in_place,
         notes=tuple(notes),
     )
+
+
+class _Union:
+    """Tensors joined into buffers (union-find), with each buffer's size and lifetime."""
+
+    def __init__(self, b: _Builder) -> None:
+        self.parent: dict[str, str] = {k: k for k in b.first}
+        self.size: dict[str, int] = {}
+        for k, (g, name) in b.where.items():
+            n = g.tensors[name].nbytes
+            assert n is not None
+            self.size[k] = n
+        self.first = dict(b.first)
+        self.last = dict(b.last)
+        self.shares: dict[str, str] = {}
+        # Graph inputs and outputs (of the main graph and of each called subgraph): an
+        # op never writes in place over a buffer that holds one.
+        parent = self.parent
+        self.pinned = {
+            b.key(g, n)
+            for g in b.graphs.values()
+            for n in (*g.inputs, *g.outputs)
+            if n and b.key(g, n) in parent
+        }
+
+    def find(self, k: str) -> str:
+        parent = self.parent
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def merge(self, into: str, k: str, how: str) -> None:
+        r = self.find(into)
+        self.parent[k] = r
+        if k in self.pinned:
+            self.pinned.add(r)
+        self.size[r] = max(self.size[r], self.size[k])
+        self.first[r] = min(self.first[r], self.first[k])
+        self.last[r] = max(self.last[r], self.last[k])
+        self.shares[k] = how
+
+    def share(self, b: _Builder, in_place: bool) -> None:
+        """Join each alias op's output to its input's buffer, and (``in_place``) each
+        in-place op's output to an input that dies there; in step order, once per node."""
+        alias_ops = ops_where(lambda h: h.alias)
+        ip_ops = ops_where(lambda h: h.in_place) if in_place else frozenset()
+        for step in b.steps:
+            if step.node_index < 0 or (step.op not in alias_ops and step.op not in ip_ops):
+                continue
+            g = b.graphs[step.scope]
+            node = g.nodes[step.node_index]
+            if node.folded or not node.outputs or not node.outputs[0]:
+                continue
+            is_alias = relabels_input(g, node)
+            if not is_alias and node.op not in ip_ops:
+                continue
+            span = b.scope_spans.get((step.scope, node.index))
+            if span is None or span[0] != step.index:
+                continue  # decide once per node, at its first step
+            out = b.key(g, node.outputs[0])
+            if out not in self.parent or out in self.shares or self.find(out) != out:
+                continue
+            if node.outputs[0] in g.outputs:
+                continue
+            once = b.runs.get(step.scope, 0) == 1 and span[0] == span[1]
+            self.join_input(b, g, node, out, is_alias, once, step.index)
+
+    def join_input(
+        self, b: _Builder, g: Graph, node: Node, out: str, is_alias: bool, once: bool, step: int
+    ) -> None:
+        """Share the output's buffer with the first input that qualifies."""
+        if is_alias:
+            cands = [0]
+        elif node.op == "depthwise_conv":
+            cands = [int(node.attrs.get("data_input", 0))]
+        else:
+            cands = list(range(len(node.inputs)))
+        out_t = g.tensors[node.outputs[0]]
+        for ci in cands:
+            if ci >= len(node.inputs) or not node.inputs[ci]:
+                continue
+            in_name = node.inputs[ci]
+            ik = b.key(g, in_name)
+            if ik not in self.parent or in_name in g.inputs:
+                continue
+            r = self.find(ik)
+            if r == out:
+                continue
+            in_t = g.tensors[in_name]
+            if is_alias:
+                if in_t.nbytes != out_t.nbytes:
+                    continue
+                self.merge(ik, out, "alias")
+                return
+            # In-place: the input buffer dies here, is big enough, same element count;
+            # only for nodes that run once (a subgraph run twice reuses its buffers).
+            if not once or self.last[r] != step or self.size[out] > self.size[r]:
+                continue
+            if r in self.pinned:
+                continue
+            if node.op != "depthwise_conv" and in_t.elements != out_t.elements:
+                continue
+            self.merge(ik, out, "in_place")
+            return
+
+
+def _tensor_lifetimes(
+    b: _Builder, union: _Union, graph: Graph
+) -> tuple[list[TensorLifetime], dict[str, list[str]]]:
+    """Every arena tensor in order of (first, last step, key), and each buffer's members."""
+    main_in = set(graph.inputs)
+    main_out = set(graph.outputs)
+    first, last, shares, find = b.first, b.last, union.shares, union.find
+    tensors: list[TensorLifetime] = []
+    members: dict[str, list[str]] = {}
+    for f, la, k in sorted((first[k], last[k], k) for k in first):
+        g, name = b.where[k]
+        t = g.tensors[name]
+        if g is graph and name in main_in:
+            kind = "input_output" if name in main_out else "input"
+        elif g is graph and name in main_out:
+            kind = "output"
+        else:
+            kind = "activation"
+        r = find(k)
+        members.setdefault(r, []).append(k)
+        tensors.append(
+            TensorLifetime(
+                k,
+                g.name,
+                name,
+                size_of(t),
+                f,
+                la,
+                kind,
+                r,
+                shares.get(k, ""),
+                tuple(map(int, cast(tuple[int, ...], t.shape or ()))),
+                t.dtype.value,
+            )
+        )
+    return tensors, members
 
 
 def _resource_variables(b: _Builder) -> None:

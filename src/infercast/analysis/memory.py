@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from infercast._gc import paused_gc
+from infercast._records import record
 from infercast.analysis.lifetimes import (
     Lifetimes,
     TensorLifetime,
@@ -41,7 +43,7 @@ from infercast.errors import InfercastError
 from infercast.ir.graph import Graph
 
 
-@dataclass(frozen=True)
+@record
 class Allocation:
     """One buffer of the plan: where it lies and which tensors live in it."""
 
@@ -107,6 +109,14 @@ class MemoryAnalysis:
     weights: tuple[WeightGroup, ...]
     persistent_bytes: int
     notes: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """False when some activation's size is not known statically: it is left out
+        of the plan, so the arena and the lower bound are only lower bounds."""
+        return not self.lifetimes.unsized and all(
+            t.nbytes is not None for t in self.lifetimes.persistent
+        )
 
     @property
     def weight_bytes(self) -> int:
@@ -193,6 +203,7 @@ def _peak(graph: Graph, lt: Lifetimes, timeline: list[int]) -> Peak:
     )
 
 
+@paused_gc()
 def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> MemoryAnalysis:
     """Lifetimes, lower bound, arena plan and weights of a loaded graph."""
     if alignment < 1:
@@ -226,6 +237,13 @@ def plan_graph(graph: Graph, *, alignment: int = 16, in_place: bool = False) -> 
     peak = _peak(graph, lt, timeline)
     persistent = sum(t.nbytes or 0 for t in lt.persistent)
     notes = list(lt.notes)
+    if lt.unsized:
+        shown = ", ".join(f"{t.tensor} ({t.reason.removeprefix('shape ')})" for t in lt.unsized[:3])
+        more = f" and {len(lt.unsized) - 3} more" if len(lt.unsized) > 3 else ""
+        notes.append(
+            f"{len(lt.unsized)} tensor(s) of unknown size are not in the plan: {shown}{more}; "
+            "the arena and the lower bound are lower bounds"
+        )
     if lt.persistent:
         notes.append(
             f"{len(lt.persistent)} variable tensor(s), {persistent:,} B, persist across "

@@ -117,17 +117,12 @@ class _Problem:
         first = np.asarray(seg_first, dtype=np.int64)
         last = np.asarray(seg_last, dtype=np.int64)
         size = np.asarray(seg_size, dtype=np.int64)
-        group = np.asarray(seg_group, dtype=np.int64)
         diff = np.zeros(int(last.max()) + 2, dtype=np.int64)
         np.add.at(diff, first, size)
         np.add.at(diff, last + 1, -size)
         self.live = np.cumsum(diff[:-1])
         self.bound = int(self.live.max())
-        # neighbours: segments of other buffers alive at a common step
-        self.nbrs: list[list[int]] = []
-        for i in range(len(seg_size)):
-            idx = np.flatnonzero((first <= last[i]) & (last >= first[i]) & (group != group[i]))
-            self.nbrs.append(idx.tolist())
+        self.nbrs = _overlaps(seg_first, seg_last, seg_group)
         n = len(self.groups)
         # per buffer: envelope (largest segment, first step, last step), for the orders
         self.size = np.zeros(n, dtype=np.int64)
@@ -190,6 +185,31 @@ class _Problem:
             if o + need > arena:
                 arena = o + need
         return off, arena
+
+
+def _overlaps(first: list[int], last: list[int], group: list[int]) -> list[list[int]]:
+    """For each segment, the segments of other buffers alive at a common step (ascending).
+
+    A sweep over the segments in order of first step: the segments still alive when one
+    starts are exactly those it overlaps in time (they started no later and end no
+    earlier), so the work is the number of overlapping pairs, not its square.
+    """
+    n = len(first)
+    nbrs: list[list[int]] = [[] for _ in range(n)]
+    active: list[int] = []
+    for s in sorted(range(n), key=first.__getitem__):
+        f = first[s]
+        active = [j for j in active if last[j] >= f]
+        g = group[s]
+        mine = nbrs[s]
+        for j in active:
+            if group[j] != g:
+                mine.append(j)
+                nbrs[j].append(s)
+        active.append(s)
+    for lst in nbrs:
+        lst.sort()
+    return nbrs
 
 
 def _by_size(p: _Problem) -> list[int]:

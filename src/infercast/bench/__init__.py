@@ -165,7 +165,8 @@ def assemble(
     analysis: Analysis | None = None,
     notes: Sequence[str] = (),
 ) -> BenchReport:
-    """A :class:`BenchReport` of finished runs: each profile joined with ``analysis``."""
+    """The :class:`BenchReport` of finished runs (here, or on a board): each profile joined
+    with ``analysis``, the model's static cost (without it: no MAC/s figures)."""
     model = specs[0].model
     joins: dict[int, Joined] = {}
     peaks: dict[int, float | None] = {}
@@ -179,14 +180,24 @@ def assemble(
                 whole_s=res.summary.median_s if res.summary else None,
                 peak_macs_per_s=peak,
             )
+    complete = analysis is not None and analysis.totals.complete
+    if analysis is not None and not complete:
+        t = analysis.totals
+        notes = [
+            *notes,
+            f"the model's MACs are incomplete ({t.unsupported_layers} layer(s) without a "
+            f"cost rule, {t.unknown_shape_layers} with shapes not known statically): "
+            "no GMAC/s is computed",
+        ]
     return BenchReport(
         model=model,
         format=model_format(model),
         environment=environment,
         runs=tuple(results),
         joins=joins,
-        total_macs=analysis.totals.macs if analysis else None,
-        total_flops=analysis.totals.flops if analysis else None,
+        # MAC/s from a partial count would be too low and look measured: none at all.
+        total_macs=analysis.totals.macs if analysis and complete else None,
+        total_flops=analysis.totals.flops if analysis and complete else None,
         timeout_s=timeout_s,
         peaks=peaks,
         notes=tuple(notes),

@@ -172,10 +172,16 @@ def join(
     ref = whole_s if whole_s is not None else prof.whole_s
     tot_macs = analysis.totals.macs
     tot_flops = analysis.totals.flops
-    ach = tot_macs / ref if ref else None
-    achf = tot_flops / ref if ref else None
-    if not analysis.totals.complete:
-        notes.append("the model's MAC/FLOP totals are incomplete (layers without a cost rule)")
+    complete = analysis.totals.complete
+    ach = tot_macs / ref if (ref and complete) else None
+    achf = tot_flops / ref if (ref and complete) else None
+    if not complete:
+        t = analysis.totals
+        notes.append(
+            f"the model's MAC/FLOP totals are incomplete ({t.unsupported_layers} layer(s) "
+            f"without a cost rule, {t.unknown_shape_layers} with shapes not known "
+            "statically): no whole-model MAC/s or FLOP/s"
+        )
     unacc = tuple(
         Unaccounted(i, layers[i].name, layers[i].op, layers[i].macs, layers[i].status)
         for i in missing

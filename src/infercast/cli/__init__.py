@@ -7,9 +7,11 @@ Exit codes:
 * 2 -- bad input (unreadable model, bad option, bad target file): one line on stderr
   says what was wrong and what to do;
 * 3 -- ``check``: something falls back to the CPU or does not fit; ``bench``: a run
-  failed, crashed or timed out (the others are still reported);
+  failed, crashed or timed out (the others are still reported); ``whatif --fit``: no
+  variant in the searched ranges fits;
 * 4 -- ``analyze`` / ``estimate``: some layer's cost is unknown; the full output is
-  still written and its totals say they are incomplete;
+  still written and its totals say they are incomplete; ``check``: nothing falls
+  back, but tensors of unknown size leave the memory fit unknown;
 * 130 -- interrupted.
 
 To add a command: write ``cli/<name>.py`` with a function taking typer-annotated
@@ -25,6 +27,7 @@ import typer
 from typer.exceptions import TyperException
 
 from infercast.cli import (
+    advise,
     analyze,
     bench,
     calibrate,
@@ -34,6 +37,7 @@ from infercast.cli import (
     report,
     targets,
     validate,
+    whatif,
 )
 from infercast.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 from infercast.errors import InfercastError
@@ -62,6 +66,8 @@ app.command()(validate.validate)
 app.command()(bench.bench)
 app.add_typer(profile.app, name="profile")
 app.command()(report.report)
+app.command()(whatif.whatif)
+app.command()(advise.advise)
 
 EXIT_INTERRUPTED = 130
 

@@ -6,6 +6,7 @@ out (the others completed and are reported); 2 bad input.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -99,6 +100,31 @@ PeakGmacsOpt = Annotated[
     typer.Option("--peak-gmacs", help="Report % of this peak, in GMAC/s (overrides --target)."),
 ]
 TopOpt = Annotated[int, typer.Option(help="Hotspots listed per profile (table).")]
+RemoteOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        help="Run on a board over SSH: a board of ~/.config/infercast/boards.toml or "
+        "[user@]host[:port]. Runtimes there: litert, tflite_runtime, ort.",
+    ),
+]
+RemotePythonOpt = Annotated[
+    str | None, typer.Option("--remote-python", help="The board's Python (default: python3).")
+]
+DelegateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--delegate",
+        help="With --remote: an external delegate library on the board, e.g. "
+        "/usr/lib/libvx_delegate.so or libedgetpu.so.1.",
+    ),
+]
+DelegateOptionOpt = Annotated[
+    ListOpt, typer.Option("--delegate-option", help="KEY=VALUE for the delegate (repeat).")
+]
+ConnectTimeoutOpt = Annotated[
+    float, typer.Option(help="With --remote: seconds to wait for the SSH connection.")
+]
 
 
 def split(values: list[str] | None) -> list[str]:
@@ -167,6 +193,11 @@ def bench(
     target: PeakTargetOpt = None,
     peak_gmacs: PeakGmacsOpt = None,
     top: TopOpt = 10,
+    remote: RemoteOpt = None,
+    remote_python: RemotePythonOpt = None,
+    delegate: DelegateOpt = None,
+    delegate_option: DelegateOptionOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 15.0,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
     columns: ColumnsOpt = None,
@@ -177,6 +208,7 @@ def bench(
 
     Each run (runtime x threads x options) is a separate process with a timeout:
     a runtime that fails, crashes or hangs is reported and the others still run.
+    With --remote, the runs happen on a board over SSH (docs/bench.md).
     Exit status 3 when any run failed.
     """
     import infercast.api as api
@@ -195,25 +227,55 @@ def bench(
     )
     bar = BenchProgress(0)
     try:
-        result = api.bench(
-            model,
-            names,
-            thread_counts(threads),
-            sweeps,
-            input_shapes=parse_input_shapes(input_shape or []),
-            target=tgt,
-            peak_gmacs=peak_gmacs,
-            timeout_s=timeout,
-            on_start=bar.start,
-            on_progress=bar.update,
-            input_files=files,
-            seed=seed,
-            timing=timing,
-            profile=profile,
-            profile_runs=profile_runs,
-            raw_profile_dir=str(save_profile) if save_profile else None,
-            keep_samples=False,
-        )
+        if remote is None:
+            if delegate or delegate_option or remote_python:
+                raise InfercastError(
+                    "--delegate, --delegate-option and --remote-python need --remote"
+                )
+            result = api.bench(
+                model,
+                names,
+                thread_counts(threads),
+                sweeps,
+                input_shapes=parse_input_shapes(input_shape or []),
+                target=tgt,
+                peak_gmacs=peak_gmacs,
+                timeout_s=timeout,
+                on_start=bar.start,
+                on_progress=bar.update,
+                input_files=files,
+                seed=seed,
+                timing=timing,
+                profile=profile,
+                profile_runs=profile_runs,
+                raw_profile_dir=str(save_profile) if save_profile else None,
+                keep_samples=False,
+            )
+        else:
+            result = api.bench_remote(
+                model,
+                remote,
+                names,
+                thread_counts(threads) if threads else None,
+                sweeps,
+                input_shapes=parse_input_shapes(input_shape or []),
+                target=tgt,
+                peak_gmacs=peak_gmacs,
+                timeout_s=timeout,
+                connect_timeout_s=connect_timeout,
+                remote_python=remote_python,
+                delegate=delegate,
+                delegate_options=delegate_option or [],
+                on_start=bar.start,
+                on_progress=bar.update,
+                input_files=files,
+                seed=seed,
+                timing=timing,
+                profile=profile,
+                profile_runs=profile_runs,
+                raw_profile_dir=str(save_profile) if save_profile else None,
+                keep_samples=False,
+            )
     finally:
         bar.close()
     if fmt is Format.json:
@@ -227,4 +289,9 @@ def bench(
         opts = table_options(columns, sort, None)
         out.rich(rep.render_group(result, top=top, opts=opts, by_op=by is not None, labels=labels))
     if result.failed:
+        if remote is not None:
+            from infercast.bench.remote_cli import failure_lines
+
+            for line in failure_lines(result):
+                print(f"infercast: {line}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_OK)

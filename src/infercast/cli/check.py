@@ -23,7 +23,9 @@ def check(
     """Where each op of MODEL runs on TARGET and why; segments, crossings, memory fit.
 
     Exit status: 0 when everything runs on the accelerator and fits, 3 when
-    something falls back to the CPU or does not fit, 2 on bad input.
+    something falls back to the CPU or does not fit, 4 when nothing falls back but
+    some tensor sizes are not known statically (whether it fits is unknown), 2 on
+    bad input.
     """
     import infercast.api as api
     from infercast.frontends import parse_input_shapes

@@ -23,7 +23,8 @@ EXIT_NOT_OK = 3
 """``check``: something falls back to the CPU or does not fit; ``bench``: a run failed."""
 EXIT_INCOMPLETE = 4
 """Some layer's cost is unknown (an op without a cost rule, or a shape not known
-statically): the output says which, and the totals leave them out."""
+statically): the output says which, and the totals leave them out. ``check``:
+nothing falls back, but tensors of unknown size leave the memory fit unknown."""
 
 
 class Format(StrEnum):
@@ -49,6 +50,14 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
 CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")]
 OutOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+]
+CpuThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        help="CPU threads the runtime runs with (1 to the target CPU's cores; default 1, "
+        "as TFLite's benchmark_model and `infercast bench`).",
+    ),
 ]
 TargetOpt = Annotated[
     str,

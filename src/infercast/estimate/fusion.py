@@ -46,21 +46,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from infercast.ir.graph import Graph, Node
+from infercast.ops.registry import get_handler, ops_where
 
-ANCHORS = frozenset(
-    {
-        "conv",
-        "depthwise_conv",
-        "conv_transpose",
-        "conv_integer",
-        "qlinear_conv",
-        "fully_connected",
-        "gemm",
-        "matmul",
-        "matmul_integer",
-        "qlinear_matmul",
-    }
-)
+ANCHORS = ops_where(lambda h: h.conv_like or h.fc_like)
+"""Conv-like and FC-like ops (their kernel or weight matrix is an input): the op table's facts."""
 ACTIVATIONS = frozenset(
     {
         "relu",
@@ -104,9 +93,11 @@ def _constant_operand(graph: Graph, node: Node, chained: str) -> bool:
 
 
 def _has_weights(graph: Graph, node: Node) -> bool:
-    """MatMul / Gemm fuse only with a constant weight operand (a layer, not a product)."""
-    if node.op in ("matmul", "matmul_integer", "gemm", "qlinear_matmul"):
-        idx = 3 if node.op == "qlinear_matmul" else 1
+    """MatMul / Gemm fuse only with a constant weight operand (a layer, not a product);
+    a TFLite FULLY_CONNECTED is a layer whatever its weights."""
+    h = get_handler(node.op)
+    if h is not None and h.fc_like and node.op != "fully_connected":
+        idx = h.weight_input or 1
         if len(node.inputs) <= idx or not node.inputs[idx]:
             return False
         return graph.tensors[node.inputs[idx]].is_constant
@@ -137,10 +128,8 @@ AGNOSTIC_EXTRA = frozenset(
 
 def _agnostic(node: Node) -> bool:
     """Ops a transpose can be pushed through (their axes / pads are permuted instead)."""
-    from infercast.ops.registry import get_handler
-
     h = get_handler(node.op)
-    return (h is not None and h.family == "elementwise") or node.op in AGNOSTIC_EXTRA
+    return (h is not None and h.elementwise) or node.op in AGNOSTIC_EXTRA
 
 
 def _perm(node: Node) -> tuple[int, ...] | None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from infercast._gc import paused_gc
 from infercast.errors import InputShapeError, ModelFileError
 from infercast.ir.graph import Graph, Shape
 
@@ -34,6 +35,7 @@ MAX_GRAPH_BYTES = 1 << 56
 """Largest sum of all tensors' sizes (the memory planner sums them in int64)."""
 
 
+@paused_gc()
 def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
     """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
     graph = _load(Path(path), input_shapes)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,12 @@ _CANONICAL: dict[str, str] = {
     "RIGHT_SHIFT": "right_shift",
     "BITWISE_XOR": "bitwise_xor",
 }
+
+
+def canonical_op(native: str) -> str:
+    """The canonical op name of a TFLite builtin (``CONV_2D`` -> ``conv``)."""
+    return _CANONICAL.get(native, native.lower())
+
 
 # (weight layout, data input, weight input) of the kernels.
 _KERNELS: dict[str, tuple[str, int, int]] = {
@@ -218,6 +225,54 @@ def _canonical_attrs(native: str, attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
+class _Constants:
+    """Reads a constant tensor's value from its buffer in the file, when asked.
+
+    The file is memory-mapped only for the read and only the asked buffer is copied;
+    a file that changed since it was loaded (size or modification time) gives None.
+    ``Graph.constant_value`` checks the element type and shape.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.entries: dict[str, tuple[int, DType]] = {}
+        """tensor name -> (buffer index, element type)"""
+        try:
+            st = os.stat(path)
+            self.stamp: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            self.stamp = None
+
+    def __call__(self, name: str) -> np.ndarray[Any, Any] | None:
+        entry = self.entries.get(name)
+        if entry is None or self.stamp is None:
+            return None
+        bi, dtype = entry
+        np_type = dtype.numpy
+        if np_type is None:
+            return None
+        try:
+            st = os.stat(self.path)
+            if (st.st_size, st.st_mtime_ns) != self.stamp:
+                return None
+            with (
+                open(self.path, "rb") as f,
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+            ):
+                buf = _schema().Model.GetRootAs(mm, 0).Buffers(bi)
+                if buf.DataLength():
+                    raw = bytes(buf.DataAsNumpy())
+                elif buf.Offset() > 1:
+                    raw = mm[buf.Offset() : buf.Offset() + buf.Size()]
+                else:
+                    return None
+        except (OSError, ValueError, IndexError):
+            return None
+        if len(raw) % np_type.itemsize:
+            return None
+        return np.frombuffer(raw, np_type)
+
+
 def _unique(name: str, index: int, seen: set[str]) -> str:
     key = name if name and name not in seen else f"{name or 'tensor'}#{index}"
     seen.add(key)
@@ -269,7 +324,7 @@ def _parse(
             custom = (oc.CustomCode() or b"").decode("utf-8", "replace")
             opcodes.append((f"custom:{custom}", f"custom:{custom}"))
         else:
-            opcodes.append((native, _CANONICAL.get(native, native.lower())))
+            opcodes.append((native, canonical_op(native)))
 
     buffer_sizes: list[int] = []
     for i in range(n_buffers):
@@ -289,10 +344,8 @@ def _parse(
         sub_names.append(raw.decode("utf-8", "replace") if raw else f"subgraph_{si}")
     sub_names = [n if sub_names.count(n) == 1 else f"{n}_{i}" for i, n in enumerate(sub_names)]
 
-    graphs = [
-        _subgraph(schema, names, model, si, sub_names, opcodes, buffer_sizes, data, path)
-        for si in range(n_sub)
-    ]
+    reading = _Reading(schema, names, model, sub_names, opcodes, buffer_sizes, path)
+    graphs = [_subgraph(reading, si) for si in range(n_sub)]
     main = graphs[0]
     main = _resolve_runtime_shapes(path, main, {g.name: g for g in graphs[1:]}, input_shapes)
     description = model.Description()
@@ -325,6 +378,7 @@ def _parse(
         subgraphs=subs,
         metadata=meta,
         notes=tuple(notes),
+        constants=main.constants,
     )
 
 
@@ -363,28 +417,31 @@ def _check_vectors(model: Any, n_sub: int, path: str) -> None:
             )
 
 
-def _subgraph(
-    schema: Any,
-    names: _Names,
-    model: Any,
-    si: int,
-    sub_names: list[str],
-    opcodes: list[tuple[str, str]],
-    buffer_sizes: list[int],
-    data: bytes | mmap.mmap,
-    path: str,
-) -> Graph:
-    sg = model.Subgraphs(si)
-    n_t = sg.TensorsLength()
-    seen: set[str] = set()
-    tnames: list[str] = []
-    tensors: dict[str, Tensor] = {}
-    for ti in range(n_t):
-        t = sg.Tensors(ti)
-        raw_name = (t.Name() or b"").decode("utf-8", "replace")
-        name = _unique(raw_name, ti, seen)
-        tnames.append(name)
-        dtype = _dtype(names, t.Type())
+class _Reading:
+    """What reading one subgraph needs: the model, its opcodes and buffers, the names."""
+
+    def __init__(
+        self,
+        schema: Any,
+        names: _Names,
+        model: Any,
+        sub_names: list[str],
+        opcodes: list[tuple[str, str]],
+        buffer_sizes: list[int],
+        path: str,
+    ) -> None:
+        self.schema = schema
+        self.names = names
+        self.model = model
+        self.sub_names = sub_names
+        self.opcodes = opcodes
+        self.buffer_sizes = buffer_sizes
+        self.path = path
+
+    def tensor(self, t: Any, name: str, raw_name: str, constants: _Constants) -> Tensor:
+        """One TFLite tensor: type, shape (dynamic dimensions None), buffer, quantisation."""
+        path, buffer_sizes = self.path, self.buffer_sizes
+        dtype = _dtype(self.names, t.Type())
         shape: tuple[int | None, ...] = (
             tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
         )
@@ -401,52 +458,38 @@ def _subgraph(
             )
         storage = buffer_sizes[bi] if bi < len(buffer_sizes) else 0
         is_const = bi > 0 and storage > 0
-        q = t.Quantization()
-        quant = None
-        if q is not None and q.ScaleLength() > 0:
-            zp = (
-                q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
-            )
-            quant = Quantization(
-                scale=tuple(float(s) for s in q.ScaleAsNumpy()),
-                zero_point=tuple(int(z) for z in zp),
-                axis=int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
-            )
         value = None
         if is_const and dtype in (DType.INT32, DType.INT64) and storage <= 4096 * 8:
-            raw = model.Buffers(bi).DataAsNumpy()
+            raw = self.model.Buffers(bi).DataAsNumpy()
             if isinstance(raw, np.ndarray):
                 arr = raw.view(np.int32 if dtype == DType.INT32 else np.int64)
                 value = arr.copy()
-        tensors[name] = Tensor(
+        if is_const:
+            constants.entries[name] = (bi, dtype)
+        return Tensor(
             name=name,
             dtype=dtype,
             shape=shape,
             layout="NHWC" if len(shape) == 4 and not is_const else None,
             is_constant=is_const,
             is_variable=bool(t.IsVariable()),
-            quant=quant,
+            quant=_quantization(t.Quantization()),
             storage_bytes=storage if is_const else 0,
             sparse=t.Sparsity() is not None,
             value=value,
         )
 
-    def tname(i: int) -> str:
-        if i < 0:
-            return ""
-        if i >= n_t:
-            raise ModelFileError(
-                f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}"
-            )
-        return tnames[i]
-
-    nodes: list[Node] = []
-    for oi in range(sg.OperatorsLength()):
-        op = sg.Operators(oi)
+    def operator(
+        self, op: Any, oi: int, tname: Callable[[int], str], tensors: Mapping[str, Tensor]
+    ) -> Node:
+        """One operator: canonical op, inputs and outputs by name, options as attributes."""
+        schema, names, sub_names = self.schema, self.names, self.sub_names
         code = op.OpcodeIndex()
-        if not 0 <= code < len(opcodes):
-            raise ModelFileError(f"{path}: operator {oi} uses opcode {code}, which does not exist")
-        native, canonical = opcodes[code]
+        if not 0 <= code < len(self.opcodes):
+            raise ModelFileError(
+                f"{self.path}: operator {oi} uses opcode {code}, which does not exist"
+            )
+        native, canonical = self.opcodes[code]
         ins = tuple(tname(int(i)) for i in op.InputsAsNumpy()) if op.InputsLength() else ()
         outs = tuple(tname(int(i)) for i in op.OutputsAsNumpy()) if op.OutputsLength() else ()
         attrs: dict[str, Any] = {}
@@ -477,22 +520,65 @@ def _subgraph(
         attrs.update(called_by_role)  # e.g. cond_subgraph / body_subgraph -> name
         called = tuple(called_by_role.values())
         name = outs[0] if outs else f"{native.lower()}_{oi}"
-        nodes.append(Node(oi, name, canonical, native, ins, outs, attrs, called))
+        return Node(oi, name, canonical, native, ins, outs, attrs, called)
 
+
+def _quantization(q: Any) -> Quantization | None:
+    if q is None or q.ScaleLength() == 0:
+        return None
+    zp = q.ZeroPointAsNumpy() if q.ZeroPointLength() else np.zeros(q.ScaleLength(), np.int64)
+    return Quantization(
+        scale=tuple(float(s) for s in q.ScaleAsNumpy()),
+        zero_point=tuple(int(z) for z in zp),
+        axis=int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
+    )
+
+
+def _subgraph(reading: _Reading, si: int) -> Graph:
+    """Subgraph ``si`` of the model as a :class:`Graph`."""
+    path = reading.path
+    sg = reading.model.Subgraphs(si)
+    n_t = sg.TensorsLength()
+    constants = _Constants(path)
+    seen: set[str] = set()
+    tnames: list[str] = []
+    tensors: dict[str, Tensor] = {}
+    for ti in range(n_t):
+        t = sg.Tensors(ti)
+        raw_name = (t.Name() or b"").decode("utf-8", "replace")
+        name = _unique(raw_name, ti, seen)
+        tnames.append(name)
+        tensors[name] = reading.tensor(t, name, raw_name, constants)
+
+    def tname(i: int) -> str:
+        if i < 0:
+            return ""
+        if i >= n_t:
+            raise ModelFileError(
+                f"{path}: an operator refers to tensor {i}; the subgraph has {n_t}"
+            )
+        return tnames[i]
+
+    nodes = [
+        reading.operator(sg.Operators(oi), oi, tname, tensors) for oi in range(sg.OperatorsLength())
+    ]
     nodes, tensors = _fold_constants(nodes, tensors)
     io = {"input": sg.InputsAsNumpy() if sg.InputsLength() else (), "output": ()}
     io["output"] = sg.OutputsAsNumpy() if sg.OutputsLength() else ()
     for kind, indices in io.items():
         if any(int(i) < 0 for i in indices):  # -1 means "omitted" for an operator, not here
-            raise ModelFileError(f"{path}: subgraph {sub_names[si]} lists tensor -1 as an {kind}")
+            name = reading.sub_names[si]
+            raise ModelFileError(f"{path}: subgraph {name} lists tensor -1 as an {kind}")
     inputs = tuple(tname(int(i)) for i in io["input"])
     outputs = tuple(tname(int(i)) for i in io["output"])
     notes = []
     var_ops = [n for n in nodes if n.op in ("var_handle", "read_variable", "assign_variable")]
     if var_ops:
-        notes.append(f"resource variables: {len(var_ops)} variable ops in subgraph {sub_names[si]}")
+        notes.append(
+            f"resource variables: {len(var_ops)} variable ops in subgraph {reading.sub_names[si]}"
+        )
     return Graph(
-        name=sub_names[si],
+        name=reading.sub_names[si],
         format="tflite",
         layout="NHWC",
         tensors=tensors,
@@ -501,6 +587,7 @@ def _subgraph(
         outputs=outputs,
         path=path,
         notes=tuple(notes),
+        constants=constants,
     )
 
 
@@ -618,6 +705,10 @@ def _suggestion(path: str, graph: Graph, missing: list[str], shapes: Mapping[str
     return " ".join(f"--input-shape {n}=" + "x".join(str(d) for d in guess[n]) for n in missing)
 
 
+def _dims(shape: Shape) -> str:
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
 def _resolve_runtime_shapes(
     path: str, graph: Graph, subgraphs: Mapping[str, Graph], input_shapes: Mapping[str, Shape]
 ) -> Graph:
@@ -629,12 +720,73 @@ def _resolve_runtime_shapes(
     values), unknown for the rest. A leading dynamic batch dimension alone
     defaults to 1, with a note.
     """
-    from infercast.frontends.tflite_runtime import dynamic_tensors, value_dependent
+    from infercast.frontends.tflite_runtime import (
+        contradicted_shapes,
+        dynamic_tensors,
+        value_dependent,
+    )
     from infercast.isolation import IsolatedError
 
+    notes: list[str] = []
+    shapes = _runtime_input_shapes(path, graph, input_shapes, notes)
+    dynamic = dynamic_tensors(graph, subgraphs)
+    unknown_dims = any(
+        not graph.tensors[o].is_static for node in graph.nodes for o in node.outputs if o
+    )
+    contradicted = contradicted_shapes(graph)
+    if not shapes and not dynamic and not unknown_dims and not contradicted:
+        return graph
+    try:
+        res = _isolated_run(path, graph, shapes, invoke=bool(dynamic))
+    except IsolatedError as exc:
+        if shapes:
+            raise ModelFileError(
+                f"{path}: LiteRT could not propagate the input shapes ({exc})",
+                "check the --input-shape values against the model's inputs",
+            ) from exc
+        res = {"allocated": None, "invoked": None, "invoke_error": str(exc)}
+    allocated: list[list[int]] | None = res["allocated"]
+    invoked: list[list[int]] | None = res["invoked"]
+    unsure = value_dependent(graph, subgraphs) if invoked is not None else set(dynamic)
+    # With the inputs as stored, LiteRT's allocation shapes differ from the file's only
+    # where the file contradicts its own ops.
+    resized = any(tuple(s) != graph.tensors[n].shape for n, s in shapes.items())
+    stored: list[str] = []
+    taken = left = 0
+    tensors: dict[str, Tensor] = {}
+    for i, (name, t) in enumerate(graph.tensors.items()):
+        shape: Shape | None = t.shape
+        if name in dynamic:
+            if invoked is not None and name not in unsure and i < len(invoked):
+                shape = tuple(invoked[i])
+                taken += 1
+            else:
+                shape = None if t.shape is None else tuple(None for _ in t.shape)
+                left += 1
+        elif allocated is not None and i < len(allocated) and not t.is_constant:
+            shape = tuple(allocated[i])
+            if t.is_static and shape != t.shape and not resized:
+                stored.append(f"{name} stored {t.shape_str()}, LiteRT {_dims(shape)}")
+        elif name in contradicted and t.shape is not None:
+            shape = tuple(None for _ in t.shape)  # LiteRT did not say: unknown
+        tensors[name] = dataclasses.replace(t, shape=shape) if shape != t.shape else t
+    why = (
+        "they depend on input values"
+        if invoked is not None
+        else f"LiteRT could not run the model ({res['invoke_error']})"
+    )
+    notes.extend(_runtime_notes(stored, taken, left, why))
+    out = graph.with_tensors(tensors)
+    return dataclasses.replace(out, notes=(*out.notes, *notes))
+
+
+def _runtime_input_shapes(
+    path: str, graph: Graph, input_shapes: Mapping[str, Shape], notes: list[str]
+) -> dict[str, Shape]:
+    """The inputs' shapes to run with: those given, a leading dynamic batch alone as 1
+    (with a note); inputs left dynamic are refused, with a suggestion when one runs."""
     _check_given_shapes(path, graph, input_shapes)
     shapes: dict[str, Shape] = dict(input_shapes)
-    notes: list[str] = []
     for n in graph.inputs:
         dims = graph.tensors[n].shape or ()
         if n in shapes or graph.tensors[n].is_static:
@@ -656,49 +808,23 @@ def _resolve_runtime_shapes(
             else "give each with --input-shape NAME=DIMS (the model's documentation says "
             "what sizes it expects; setting the unknown dimensions to 1 does not run)",
         )
-    dynamic = dynamic_tensors(graph, subgraphs)
-    unknown_dims = any(
-        not graph.tensors[o].is_static for node in graph.nodes for o in node.outputs if o
-    )
-    if not shapes and not dynamic and not unknown_dims:
-        return graph
-    try:
-        res = _isolated_run(path, graph, shapes, invoke=bool(dynamic))
-    except IsolatedError as exc:
-        if shapes:
-            raise ModelFileError(
-                f"{path}: LiteRT could not propagate the input shapes ({exc})",
-                "check the --input-shape values against the model's inputs",
-            ) from exc
-        res = {"allocated": None, "invoked": None, "invoke_error": str(exc)}
-    allocated: list[list[int]] | None = res["allocated"]
-    invoked: list[list[int]] | None = res["invoked"]
-    unsure = value_dependent(graph, subgraphs) if invoked is not None else set(dynamic)
-    taken = left = 0
-    tensors: dict[str, Tensor] = {}
-    for i, (name, t) in enumerate(graph.tensors.items()):
-        shape: Shape | None = t.shape
-        if name in dynamic:
-            if invoked is not None and name not in unsure and i < len(invoked):
-                shape = tuple(invoked[i])
-                taken += 1
-            else:
-                shape = None if t.shape is None else tuple(None for _ in t.shape)
-                left += 1
-        elif allocated is not None and i < len(allocated) and not t.is_constant:
-            shape = tuple(allocated[i])
-        tensors[name] = dataclasses.replace(t, shape=shape) if shape != t.shape else t
+    return shapes
+
+
+def _runtime_notes(stored: list[str], taken: int, left: int, why: str) -> list[str]:
+    """What the graph's shapes owe to LiteRT; ``why``: why ``left`` shapes stay unknown."""
+    notes = []
+    if stored:
+        shown = "; ".join(stored[:3]) + (f"; and {len(stored) - 3} more" if len(stored) > 3 else "")
+        notes.append(
+            f"{len(stored)} tensor shape(s) stored in the file contradict what the ops compute "
+            f"from their inputs; LiteRT's (allocate_tensors) are used: {shown}"
+        )
     if taken:
         notes.append(
             f"{taken} tensor shapes are computed while the model runs (e.g. SHAPE -> "
             "STRIDED_SLICE -> RESHAPE chains): taken from one LiteRT run in an isolated process"
         )
     if left:
-        why = (
-            "they depend on input values"
-            if invoked is not None
-            else f"LiteRT could not run the model ({res['invoke_error']})"
-        )
         notes.append(f"{left} tensor shapes are computed while the model runs and {why}: unknown")
-    out = graph.with_tensors(tensors)
-    return dataclasses.replace(out, notes=(*out.notes, *notes))
+    return notes

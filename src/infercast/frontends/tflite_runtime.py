@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from infercast.ir.graph import Graph, Node
 
 # Inputs (by position) whose *values* set the output shape, per TFLite builtin.
@@ -117,6 +119,98 @@ def dynamic_tensors(graph: Graph, subgraphs: Mapping[str, Graph]) -> set[str]:
     # The called subgraphs' own tensors are not reported by LiteRT's Python API:
     # they keep the file's shapes (unknown where the file marks them dynamic).
     return dynamic
+
+
+SAME_SHAPE: frozenset[str] = frozenset(
+    {
+        "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "HARD_SWISH",
+        "LEAKY_RELU", "ELU", "GELU", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE",
+        "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "SOFTMAX", "LOG_SOFTMAX",
+        "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION", "QUANTIZE", "DEQUANTIZE", "CAST",
+        "ZEROS_LIKE", "ONES_LIKE", "LOGICAL_NOT", "COMPLEX_ABS", "REAL", "IMAG",
+    }
+)  # fmt: skip
+"""Builtins whose output has the shape of input 0 (elementwise, per-row softmax)."""
+
+BROADCAST: frozenset[str] = frozenset(
+    {
+        "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "POW",
+        "FLOOR_DIV", "FLOOR_MOD", "LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL",
+        "GREATER_EQUAL", "LOGICAL_AND", "LOGICAL_OR",
+    }
+)  # fmt: skip
+"""Builtins whose output is the broadcast of their two inputs."""
+
+
+def _window(size: int, k: int, stride: int, dilation: int, padding: str) -> int | None:
+    """Output length of a conv / pool window (tensorflow/lite/kernels/padding.h)."""
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    if padding == "VALID":
+        return (size - (k - 1) * dilation - 1) // stride + 1
+    return None
+
+
+def _expected(graph: Graph, node: Node) -> tuple[int, ...] | None:
+    """Output 0's shape as the op's rule computes it from its inputs, where the rule
+    is simple and every shape it reads is stored as known; else None."""
+    ins = [graph.tensors[n] if n else None for n in node.inputs]
+    if not ins or ins[0] is None or not ins[0].is_static or ins[0].shape is None:
+        return None
+    x = tuple(int(d or 0) for d in ins[0].shape)
+    op = node.native_op
+    if op in SAME_SHAPE:
+        return x
+    if op in BROADCAST and len(ins) == 2 and ins[1] is not None and ins[1].is_static:
+        y = tuple(int(d or 0) for d in ins[1].shape or ())
+        try:
+            return tuple(int(d) for d in np.broadcast_shapes(x, y))
+        except ValueError:
+            return None
+    if op == "RFFT2D" and len(ins) > 1 and ins[1] is not None and ins[1].value is not None:
+        fft = [int(v) for v in np.asarray(ins[1].value).reshape(-1)]
+        if len(fft) == 2 and len(x) >= 2:
+            return (*x[:-2], fft[0], fft[1] // 2 + 1)
+        return None
+    a = node.attrs
+    strides, padding = a.get("strides"), a.get("padding")
+    if op in ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"):
+        if len(x) != 4 or not isinstance(strides, tuple) or len(strides) != 2:
+            return None
+        dil = a.get("dilations", (1, 1))
+        if op.endswith("POOL_2D"):
+            k, channels = a.get("kernel_shape"), x[3]
+        else:
+            w = ins[1] if len(ins) > 1 else None
+            if w is None or not w.is_static or w.shape is None or len(w.shape) != 4:
+                return None
+            ws = tuple(int(d or 0) for d in w.shape)
+            k, channels = (ws[1], ws[2]), (ws[0] if op == "CONV_2D" else ws[3])
+        if not isinstance(k, tuple) or not isinstance(dil, tuple):
+            return None
+        h = _window(x[1], int(k[0]), int(strides[0]), int(dil[0]), str(padding))
+        wd = _window(x[2], int(k[1]), int(strides[1]), int(dil[1]), str(padding))
+        if h is None or wd is None:
+            return None
+        return (x[0], h, wd, channels)
+    return None
+
+
+def contradicted_shapes(graph: Graph) -> list[str]:
+    """Main-graph outputs whose stored shape contradicts what the op computes from its
+    inputs' stored shapes (a file edited or written by a faulty converter): LiteRT
+    recomputes them in ``allocate_tensors()``, so the file's shape is not the truth."""
+    out: list[str] = []
+    for node in graph.nodes:
+        if node.folded or not node.outputs or not node.outputs[0]:
+            continue
+        t = graph.tensors[node.outputs[0]]
+        if not t.is_static or t.shape is None:
+            continue
+        want = _expected(graph, node)
+        if want is not None and tuple(t.shape) != want:
+            out.append(t.name)
+    return out
 
 
 def value_dependent(graph: Graph, subgraphs: Mapping[str, Graph]) -> set[str]:

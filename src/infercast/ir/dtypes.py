@@ -8,6 +8,9 @@ whose ``bits`` is what memory and bandwidth figures are computed from.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
+
+import numpy as np
 
 
 class DType(StrEnum):
@@ -54,6 +57,12 @@ class DType(StrEnum):
         """Bytes for ``elements`` values, packed sub-byte types rounded up."""
         return (elements * self.bits + 7) // 8
 
+    @property
+    def numpy(self) -> np.dtype[Any] | None:
+        """The numpy element type holding one value per element; None for packed
+        sub-byte types, 8-bit and 16-bit brain floats, strings and handles."""
+        return _NUMPY.get(self)
+
 
 _BITS: dict[DType, int] = {
     DType.FLOAT64: 64,
@@ -79,6 +88,22 @@ _BITS: dict[DType, int] = {
     DType.RESOURCE: 0,
     DType.VARIANT: 0,
     DType.UNKNOWN: 0,
+}
+_NUMPY: dict[DType, np.dtype[Any]] = {
+    DType.FLOAT64: np.dtype(np.float64),
+    DType.FLOAT32: np.dtype(np.float32),
+    DType.FLOAT16: np.dtype(np.float16),
+    DType.INT64: np.dtype(np.int64),
+    DType.INT32: np.dtype(np.int32),
+    DType.INT16: np.dtype(np.int16),
+    DType.INT8: np.dtype(np.int8),
+    DType.UINT64: np.dtype(np.uint64),
+    DType.UINT32: np.dtype(np.uint32),
+    DType.UINT16: np.dtype(np.uint16),
+    DType.UINT8: np.dtype(np.uint8),
+    DType.BOOL: np.dtype(np.bool_),
+    DType.COMPLEX64: np.dtype(np.complex64),
+    DType.COMPLEX128: np.dtype(np.complex128),
 }
 _FLOATS = {DType.FLOAT64, DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16, DType.FLOAT8}
 _INTS = {

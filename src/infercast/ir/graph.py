@@ -13,10 +13,11 @@ layout strings, so no handler indexes a shape by position.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from infercast.ir.dtypes import DType
 Dim = int | None
 """One dimension: an int, or None where it is not known statically."""
 Shape = tuple[Dim, ...]
+
+ConstantLoader = Callable[[str], "np.ndarray[Any, Any] | None"]
+"""Reads the stored value of a constant tensor by name, on demand (None: not available)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class Quantization:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Tensor:
     """A value flowing through the graph, or a constant stored in the file.
 
@@ -87,18 +91,44 @@ class Tensor:
     nbytes: int | None = field(init=False, repr=False)
     """Bytes of the tensor as the runtime holds it (by its dtype), or None if unknown."""
 
-    def __post_init__(self) -> None:
-        shape = self.shape
-        static = shape is not None and all(d is not None and d >= 0 for d in shape)
+    def __init__(
+        self,
+        name: str,
+        dtype: DType,
+        shape: Shape | None,
+        layout: str | None = None,
+        is_constant: bool = False,
+        is_variable: bool = False,
+        quant: Quantization | None = None,
+        storage_bytes: int = 0,
+        sparse: bool = False,
+        derived_from: str | None = None,
+        value: np.ndarray[Any, Any] | None = None,
+    ) -> None:
+        # A frozen object's fields are written to its __dict__ once, here: a frozen
+        # dataclass's generated __init__ calls object.__setattr__ per field, which costs
+        # more than the rest of building a graph's tensors.
         n: int | None = None
-        if static:
-            assert shape is not None
-            n = 1
-            for d in shape:
-                n *= d  # type: ignore[operator]
-        object.__setattr__(self, "is_static", static)
-        object.__setattr__(self, "elements", n)
-        object.__setattr__(self, "nbytes", None if n is None else self.dtype.nbytes(n))
+        if shape is not None and None not in shape:
+            dims = cast(tuple[int, ...], shape)
+            if not dims or min(dims) >= 0:
+                n = math.prod(dims)
+        self.__dict__.update(
+            name=name,
+            dtype=dtype,
+            shape=shape,
+            layout=layout,
+            is_constant=is_constant,
+            is_variable=is_variable,
+            quant=quant,
+            storage_bytes=storage_bytes,
+            sparse=sparse,
+            derived_from=derived_from,
+            value=value,
+            is_static=n is not None,
+            elements=n,
+            nbytes=None if n is None else (n * dtype.bits + 7) // 8,
+        )
 
     def shape_str(self) -> str:
         if self.shape is None:
@@ -106,7 +136,7 @@ class Tensor:
         return "x".join("?" if d is None else str(d) for d in self.shape) or "scalar"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Node:
     """One operator invocation.
 
@@ -130,6 +160,33 @@ class Node:
     domain: str = ""
     folded: bool = False
 
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        op: str,
+        native_op: str,
+        inputs: tuple[str, ...],
+        outputs: tuple[str, ...],
+        attrs: Mapping[str, Any] | None = None,
+        subgraphs: tuple[str, ...] = (),
+        domain: str = "",
+        folded: bool = False,
+    ) -> None:
+        # Fields written once to the frozen object's __dict__ (see Tensor.__init__).
+        self.__dict__.update(
+            index=index,
+            name=name,
+            op=op,
+            native_op=native_op,
+            inputs=inputs,
+            outputs=outputs,
+            attrs={} if attrs is None else attrs,
+            subgraphs=subgraphs,
+            domain=domain,
+            folded=folded,
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class Graph:
@@ -146,6 +203,36 @@ class Graph:
     subgraphs: Mapping[str, Graph] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    constants: ConstantLoader | None = field(default=None, repr=False)
+    """Reads a constant's stored value when asked (attached by the frontend: the buffer
+    in a TFLite file, the initializer of an ONNX file); None for a graph built in memory."""
+
+    def constant_value(self, name: str) -> np.ndarray[Any, Any] | None:
+        """The value of constant tensor ``name``, or None when it is not available.
+
+        Small constants carry their value (:attr:`Tensor.value`); others are read through
+        :attr:`constants`, only now. The value must match the tensor as the graph
+        describes it (element type and shape): a constant whose dtype or shape a
+        transform changed, or one derived at load time (``derived_from``: DEQUANTIZE /
+        DENSIFY outputs), has no stored value and gives None.
+        """
+        t = self.tensors.get(name)
+        if t is None or not t.is_constant:
+            return None
+        value = t.value
+        if value is None and self.constants is not None and t.derived_from is None:
+            value = self.constants(name)
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if t.dtype.numpy is None or arr.dtype != t.dtype.numpy or not t.is_static:
+            return None
+        shape = tuple(int(d or 0) for d in t.shape or ())
+        if arr.shape != shape:
+            if arr.size != t.elements:
+                return None
+            arr = arr.reshape(shape)
+        return arr
 
     def with_tensors(self, tensors: Mapping[str, Tensor]) -> Graph:
         """The same graph over replaced tensors (re-typed, re-shaped)."""

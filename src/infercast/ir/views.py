@@ -11,8 +11,9 @@ rule serves every format.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
-from infercast.ir.graph import Dim, Tensor
+from infercast.ir.graph import Tensor
 
 
 class ShapeUnknownError(Exception):
@@ -27,16 +28,15 @@ def static_shape(t: Tensor) -> tuple[int, ...]:
     """The tensor's shape with every dimension known, else :class:`ShapeUnknownError`."""
     if not t.is_static:
         raise ShapeUnknownError(t.name)
-    assert t.shape is not None
-    return tuple(int(d) for d in t.shape if d is not None)
+    return tuple(map(int, cast(tuple[int, ...], t.shape)))
 
 
 def numel(t: Tensor) -> int:
     """Element count, else :class:`ShapeUnknownError`."""
-    n = 1
-    for d in static_shape(t):
-        n *= d
-    return n
+    n = t.elements
+    if n is None:
+        raise ShapeUnknownError(t.name)
+    return int(n)
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,3 @@ def kernel_dims(w: Tensor, layout: str) -> KernelDims:
     in_c = shape[layout.index("I")] if "I" in layout else 1
     spatial = tuple(d for d, axis in zip(shape, layout, strict=True) if axis not in "OI1")
     return KernelDims(out_c, in_c, spatial)
-
-
-def dims_known(shape: tuple[Dim, ...] | None) -> bool:
-    return shape is not None and all(d is not None for d in shape)

@@ -1,10 +1,15 @@
-"""Control flow: ``If``, ``Loop``, ``Scan`` and ``SequenceMap`` call subgraphs.
+"""Control flow: ops that call subgraphs.
 
-The cost walker (``analysis/cost.py``) counts ``if``, ``loop`` and ``scan`` itself
-from their called subgraphs; these handlers document that rule, give the same
-figure when called directly, and serve ``sequence_map``, which the walker treats
-as an ordinary op. Iteration counts are values known only at run time, so every
-body is counted once.
+``if``, ``loop``, ``scan`` (ONNX) and ``while``, ``call_once``, ``call`` (TFLite) are
+*control flow*: the cost walker (``analysis/cost.py``) counts them itself from their
+called subgraphs, times the trip count where the graph fixes it, and the memory
+plan follows their calls. Their handlers state that rule and give the same figure
+(each body once) when a handler is called on its own. ``sequence_map`` also calls a
+body but is costed as an ordinary op: one run of its body (the sequence length is a
+run-time value).
+
+A handler reaches a called subgraph's cost through ``OpContext.subgraph_cost``,
+which the cost walker supplies; ops never import the walker.
 """
 
 from __future__ import annotations
@@ -16,11 +21,20 @@ from infercast.ops.registry import OpContext, OpCost, register
 def body_costs(ctx: OpContext) -> list[OpCost]:
     """The (MACs, FLOPs) of each subgraph the node calls, each counted once."""
     if ctx.subgraph_cost is None:
-        raise ShapeUnknownError("the called subgraphs (the cost walker costs them)")
-    return [ctx.subgraph_cost(name) for name in ctx.node.subgraphs]
+        raise ShapeUnknownError("the cost of a called subgraph (supplied by the cost walker)")
+    costs = []
+    for name in ctx.node.subgraphs:
+        sub = ctx.graph.subgraphs.get(name)
+        if sub is None:
+            raise ShapeUnknownError(name)
+        cost = ctx.subgraph_cost(sub)
+        if cost is None:
+            raise ShapeUnknownError(f"{name} (a layer in the subgraph has no known cost)")
+        costs.append(cost)
+    return costs
 
 
-@register("if", family="control")
+@register("if", family="control", control_flow=True)
 def if_cost(ctx: OpContext) -> OpCost:
     """The costlier of the two branches (MACs and FLOPs of the branch subgraph);
     which branch runs is decided at run time."""
@@ -32,15 +46,29 @@ def if_cost(ctx: OpContext) -> OpCost:
     )
 
 
-@register("loop", "scan", "sequence_map", family="control")
+@register("loop", "scan", "while", family="control", control_flow=True)
 def loop_cost(ctx: OpContext) -> OpCost:
-    """One iteration: the MACs and FLOPs of the body subgraph, counted once, as the
-    cost walker counts every called subgraph. Loop's trip count and SequenceMap's
-    sequence length are run-time values; Scan's length is static (the scan axis of its
-    inputs), so its full cost is this figure times that length."""
+    """One iteration: the MACs and FLOPs of the called subgraphs (body; a WHILE's
+    condition too), counted once; the cost walker multiplies by the trip count where
+    the graph fixes it. Loop's and WHILE's trip counts are run-time values in general;
+    Scan's length is static (the scan axis of its inputs)."""
+    return _once(ctx, "one iteration of the body (iterations are not known statically)")
+
+
+@register("call_once", "call", family="control", control_flow=True)
+def call_cost(ctx: OpContext) -> OpCost:
+    """The MACs and FLOPs of the called subgraph, once (TFLite CALL_ONCE runs its
+    initialiser on the first invocation only; CALL runs it every time)."""
+    return _once(ctx, "the called subgraph, once")
+
+
+@register("sequence_map", family="control")
+def sequence_map_cost(ctx: OpContext) -> OpCost:
+    """One run of the body subgraph: its MACs and FLOPs counted once (the sequence
+    length is a run-time value)."""
+    return _once(ctx, "one iteration of the body (iterations are not known statically)")
+
+
+def _once(ctx: OpContext, note: str) -> OpCost:
     costs = body_costs(ctx)
-    return OpCost(
-        macs=sum(c.macs for c in costs),
-        flops=sum(c.flops for c in costs),
-        note="one iteration of the body (iterations are not known statically)",
-    )
+    return OpCost(macs=sum(c.macs for c in costs), flops=sum(c.flops for c in costs), note=note)

@@ -18,7 +18,10 @@ def _weight_layout(ctx: OpContext, default: str) -> str:
     return v if isinstance(v, str) else default
 
 
-@register("conv", "depthwise_conv", "conv_integer", family="conv")
+# Depthwise: one input channel per output channel, so an output can be written over
+# its input as it is computed (channel by channel: MCUNet's TinyEngine, Lin et al. 2020).
+@register("depthwise_conv", family="conv", weight_input=1, in_place=True)
+@register("conv", "conv_integer", family="conv", weight_input=1)
 def conv_cost(ctx: OpContext) -> OpCost:
     """MACs = output elements x input channels per group x kernel spatial size
     (a depthwise kernel has one input channel per group). FLOPs = 2 x MACs. A bias
@@ -30,7 +33,7 @@ def conv_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register("qlinear_conv", family="conv")
+@register("qlinear_conv", family="conv", weight_input=3)
 def qlinear_conv_cost(ctx: OpContext) -> OpCost:
     """As ``conv``: MACs = output elements x input channels per group x kernel size
     (weights are input 3 of QLinearConv); FLOPs = 2 x MACs. Requantisation of the
@@ -41,7 +44,7 @@ def qlinear_conv_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register("conv_transpose", family="conv")
+@register("conv_transpose", family="conv", weight_input=1)
 def conv_transpose_cost(ctx: OpContext) -> OpCost:
     """MACs = input elements x output channels per group x kernel spatial size (every
     input value is scattered through the whole kernel). FLOPs = 2 x MACs."""

@@ -114,8 +114,13 @@ def _per_element(op: str, n: int, formula: str) -> CostFn:
     return cost
 
 
+# Unary and binary ops write each output element from the same element of the inputs:
+# an output can overwrite an input that dies there (TFLite's ADD / SUB / MUL / DIV
+# kernels declare kTfLiteInplaceOpInput0Shared; Arm Vela runs elementwise NPU ops in place).
 for _op, (_n, _f) in {**UNARY, **BINARY}.items():
-    register(_op, family="elementwise", arg_inputs=_ARGS.get(_op, ()))(_per_element(_op, _n, _f))
+    register(_op, family="elementwise", arg_inputs=_ARGS.get(_op, ()), in_place=True)(
+        _per_element(_op, _n, _f)
+    )
 
 
 @register("sum", "add_n", "max", "min", family="elementwise")

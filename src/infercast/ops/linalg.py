@@ -8,7 +8,7 @@ from infercast.ir.views import numel, static_shape
 from infercast.ops.registry import OpContext, OpCost, register
 
 
-@register("fully_connected", family="linalg")
+@register("fully_connected", family="linalg", weight_input=1)
 def fully_connected_cost(ctx: OpContext) -> OpCost:
     """MACs = output elements x K, K the weights' input dimension (TFLite
     FULLY_CONNECTED weights are [units, K]); sparse weights are costed dense.
@@ -19,7 +19,7 @@ def fully_connected_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register("gemm", family="linalg")
+@register("gemm", family="linalg", weight_input=1)
 def gemm_cost(ctx: OpContext) -> OpCost:
     """Y = alpha * A' x B' + beta * C: MACs = M x N x K. FLOPs = 2 x MACs; the
     alpha/beta scaling and the C add are not counted."""
@@ -38,7 +38,7 @@ def _contracted_dim(ctx: OpContext, a_index: int) -> int:
     return a[-2] if adj else a[-1]
 
 
-@register("matmul", "matmul_integer", family="linalg")
+@register("matmul", "matmul_integer", family="linalg", weight_input=1)
 def matmul_cost(ctx: OpContext) -> OpCost:
     """MACs = output elements x K, K the contracted dimension of A (its last, or
     second to last when TFLite's adj_x is set); batch dimensions broadcast.
@@ -47,7 +47,7 @@ def matmul_cost(ctx: OpContext) -> OpCost:
     return OpCost(macs=macs, flops=2 * macs)
 
 
-@register("qlinear_matmul", family="linalg")
+@register("qlinear_matmul", family="linalg", weight_input=3)
 def qlinear_matmul_cost(ctx: OpContext) -> OpCost:
     """As ``matmul`` (A is input 0 of QLinearMatMul): MACs = output elements x K.
     FLOPs = 2 x MACs; requantisation not counted."""

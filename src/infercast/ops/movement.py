@@ -37,6 +37,22 @@ MOVEMENT: dict[str, tuple[int, ...]] = {
 }  # fmt: skip
 
 
+ALIASES = frozenset(
+    {"reshape", "squeeze", "unsqueeze", "expand_dims", "flatten", "identity", "bitcast", "dropout"}
+)
+"""Ops whose output 0 is input 0's bytes re-labelled. TFLite: RESHAPE, SQUEEZE,
+EXPAND_DIMS and BITCAST register ``kTfLiteInplaceOpInput0Shared |
+kTfLiteInplaceOpDataUnmodified`` (``tensorflow/lite/kernels/reshape.cc``, ``squeeze.cc``,
+``expand_dims.cc``, ``bitcast.cc``), which ``arena_planner.cc`` turns into a shared
+buffer. ONNX Runtime: the Reshape, Squeeze, Unsqueeze, Flatten and Identity kernels
+declare ``Alias(0, 0)``, and Dropout is removed at inference when its mask is unused
+(``core/optimizer/dropout_elimination.cc``). TFLite has no Flatten, Unsqueeze,
+Identity or Dropout op (its converter removes them)."""
+
+GENERATORS = frozenset({"constant", "constant_of_shape", "range", "eye_like"})
+"""Ops that make a tensor from their arguments alone."""
+
+
 def movement_cost(ctx: OpContext) -> OpCost:
     """0 MACs and 0 FLOPs: values are copied, selected or re-labelled (their cost is
     the bytes moved, counted by the memory analysis and the forecast)."""
@@ -44,7 +60,9 @@ def movement_cost(ctx: OpContext) -> OpCost:
 
 
 for _op, _args in MOVEMENT.items():
-    register(_op, family="movement", arg_inputs=_args)(movement_cost)
+    register(
+        _op, family="movement", arg_inputs=_args, alias=_op in ALIASES, generator=_op in GENERATORS
+    )(movement_cost)
 
 
 def interpolation_flops(mode: str, d: int) -> int:
@@ -95,7 +113,7 @@ def col2im_cost(ctx: OpContext) -> OpCost:
 
 
 @register("random_uniform", "random_uniform_like", "random_normal", "random_normal_like",
-          family="movement")  # fmt: skip
+          family="movement", nondeterministic=True)  # fmt: skip
 def random_cost(ctx: OpContext) -> OpCost:
     """0 MACs; 2 FLOPs per output element: the generator's raw value scaled and
     shifted (to [low, high), or by scale and mean). The random number generator
@@ -103,14 +121,14 @@ def random_cost(ctx: OpContext) -> OpCost:
     return OpCost(flops=2 * ctx.out_elems())
 
 
-@register("bernoulli", family="movement")
+@register("bernoulli", family="movement", nondeterministic=True)
 def bernoulli_cost(ctx: OpContext) -> OpCost:
     """0 MACs; 1 FLOP per output element: a uniform draw compared with the input
     probability (the generator itself is not counted)."""
     return OpCost(flops=ctx.out_elems())
 
 
-@register("multinomial", family="movement")
+@register("multinomial", family="movement", nondeterministic=True)
 def multinomial_cost(ctx: OpContext) -> OpCost:
     """0 MACs; per batch row 2 FLOPs per class (exp of the unnormalised
     log-probability, running sum for the cumulative distribution) plus

@@ -15,7 +15,7 @@ def _window(ctx: OpContext) -> int:
     return n
 
 
-@register("max_pool", "avg_pool", "lp_pool", "l2_pool", family="pool")
+@register("max_pool", "avg_pool", "lp_pool", "l2_pool", family="pool", windowed=True)
 def pool_cost(ctx: OpContext) -> OpCost:
     """0 MACs; FLOPs = output elements x kernel window (one compare or add per
     window element; the average's divide and the Lp power/root are not counted)."""

@@ -20,6 +20,9 @@ def _steps_batch(ctx: OpContext) -> tuple[int, int]:
     x = static_shape(ctx.input(0))
     if len(x) == 2:  # a single step (TFLite LSTM / RNN on [batch, input])
         return 1, x[0]
+    if len(x) != 3:
+        # A runtime rejects it (an If branch not taken for these inputs can carry one).
+        raise ValueError(f"a recurrent cell's input has rank 3 (or 2), not {len(x)}")
     t_axis = ctx.int_attr("time_axis", 0)
     b_axis = ctx.int_attr("batch_axis", 1)
     return x[t_axis], x[b_axis]

@@ -1,10 +1,15 @@
-"""The table of per-operator cost rules, keyed by canonical op name.
+"""The table of operators, keyed by canonical op name: cost rule and op facts.
 
 A handler is a plain function ``(OpContext) -> OpCost``. Its docstring states
 the counting rule (it is what ``docs/ops.md`` is generated from). An op with no
 handler is *unsupported*: every output lists it and no total silently counts
 it as zero. Ops that really cost no arithmetic (reshape, transpose, …) have a
 handler that says so.
+
+Each :class:`Handler` also carries the op's *facts* (family, argument inputs,
+alias, control flow, in-place, weight input): the one place every stage (cost
+walker, lifetimes, placement constraints, fusion, forecast, the frontends)
+reads them from, so no module keeps its own list of op names.
 
 Output-shape rules are format-specific and live with their frontend
 (:mod:`infercast.frontends.onnx.shapes`).
@@ -47,8 +52,9 @@ class OpContext:
     values: Mapping[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     """Values known statically beyond the constants' own (shape inference propagates
     them, e.g. the output of ``Shape`` on a static tensor)."""
-    subgraph_cost: Callable[[str], OpCost] | None = None
-    """The cost of a called subgraph, by name; the cost walker (analysis/cost.py) supplies it."""
+    subgraph_cost: Callable[[Graph], OpCost | None] | None = None
+    """The cost of a called subgraph (None when some layer of it has no known cost),
+    supplied by the cost walker; None when the handler is called on its own."""
 
     @property
     def layout(self) -> str:
@@ -97,15 +103,50 @@ CostFn = Callable[[OpContext], OpCost]
 
 @dataclass(frozen=True)
 class Handler:
+    """An op's cost rule and its facts."""
+
     ops: tuple[str, ...]
     cost: CostFn
     arg_inputs: frozenset[int] = field(default_factory=frozenset)
     """Input positions that are arguments (shapes, axes, bounds), never parameters."""
     family: str = ""
+    """``conv``, ``linalg``, ``elementwise``, ``movement``, ``pool``, ``control``, …"""
+    alias: bool = False
+    """Output 0 is input 0's bytes re-labelled: no data is written, the runtime lets
+    the two share one buffer (see :mod:`infercast.analysis.lifetimes`)."""
+    control_flow: bool = False
+    """Calls subgraphs that the cost walker and the memory plan follow (If, Loop,
+    Scan, WHILE, CALL_ONCE, CALL)."""
+    in_place: bool = False
+    """Can write its output over an input that dies there (in-place memory mode)."""
+    weight_input: int | None = None
+    """Input position of the kernel / weight matrix of a conv-like or FC-like op (the
+    default; a frontend may record another in the node's ``weight_input`` attribute)."""
+    nondeterministic: bool = False
+    """Draws random values: never computed at load time, even from constant inputs."""
+    generator: bool = False
+    """Makes a tensor from arguments alone (Constant, ConstantOfShape, Range, EyeLike)."""
+    windowed: bool = False
+    """A pool that slides a kernel window (max / average / Lp pools; not global or RoI
+    pools): stride, kernel and padding checks read it as they read a convolution."""
 
     @property
     def doc(self) -> str:
         return " ".join((self.cost.__doc__ or "").split())
+
+    @property
+    def elementwise(self) -> bool:
+        return self.family == "elementwise"
+
+    @property
+    def conv_like(self) -> bool:
+        """A convolution whose kernel is a weight tensor (placement checks, fusion anchors)."""
+        return self.family == "conv" and self.weight_input is not None
+
+    @property
+    def fc_like(self) -> bool:
+        """A fully-connected layer / matrix product with a weight-matrix input."""
+        return self.family == "linalg" and self.weight_input is not None
 
 
 _REGISTRY: dict[str, Handler] = {}
@@ -115,11 +156,30 @@ def register(
     *ops: str,
     arg_inputs: Iterable[int] = (),
     family: str = "",
+    alias: bool = False,
+    control_flow: bool = False,
+    in_place: bool = False,
+    weight_input: int | None = None,
+    nondeterministic: bool = False,
+    generator: bool = False,
+    windowed: bool = False,
 ) -> Callable[[CostFn], CostFn]:
-    """Register ``fn`` as the cost rule of canonical ``ops``."""
+    """Register ``fn`` as the cost rule of canonical ``ops``, with their facts."""
 
     def deco(fn: CostFn) -> CostFn:
-        h = Handler(tuple(ops), fn, frozenset(arg_inputs), family)
+        h = Handler(
+            tuple(ops),
+            fn,
+            frozenset(arg_inputs),
+            family,
+            alias=alias,
+            control_flow=control_flow,
+            in_place=in_place,
+            weight_input=weight_input,
+            nondeterministic=nondeterministic,
+            generator=generator,
+            windowed=windowed,
+        )
         for op in ops:
             if op in _REGISTRY:
                 raise ValueError(f"op '{op}' registered twice")
@@ -161,6 +221,27 @@ def weight_inputs(graph: Graph, node: Node, handler: Handler | None = None) -> l
 def get_handler(op: str) -> Handler | None:
     _load_all()
     return _REGISTRY.get(op)
+
+
+def ops_where(fact: Callable[[Handler], bool]) -> frozenset[str]:
+    """The canonical ops whose handler has ``fact`` (e.g. ``lambda h: h.alias``)."""
+    _load_all()
+    return frozenset(op for op, h in _REGISTRY.items() if fact(h))
+
+
+def is_control_flow(op: str) -> bool:
+    h = get_handler(op)
+    return h is not None and h.control_flow
+
+
+def relabels_input(graph: Graph, node: Node) -> bool:
+    """``node``'s output 0 is its input 0's bytes re-labelled: an alias op none of whose
+    other outputs is read or returned (ONNX Runtime keeps a Dropout whose mask is read)."""
+    h = get_handler(node.op)
+    if h is None or not h.alias:
+        return False
+    consumers = graph.consumers
+    return all(not o or (o not in consumers and o not in graph.outputs) for o in node.outputs[1:])
 
 
 def registered_ops() -> dict[str, Handler]:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from infercast.estimate.calibrate import CalibrationResult
+from infercast.estimate.calibrate import (
+    CalibrationResult,
+    LatencyCalibration,
+    loo_median,
+    loo_worst,
+)
 from infercast.report.text import shown
 
 SCHEMA = "infercast.calibration/1"
@@ -58,3 +63,39 @@ def summary_text(result: CalibrationResult, written_to: str) -> str:
         + (f", bandwidth {bws}" if bws else "")
         + f"\n  fit RMSPE on its own samples: {f.rmspe:.1%}"
     )
+
+
+def latency_dict(res: LatencyCalibration) -> dict[str, Any]:
+    """The ``infercast.calibration/1`` document of a whole-model fit."""
+    return {
+        "schema": SCHEMA,
+        "target": res.base.name,
+        "source": "whole-model latencies",
+        "parameters": res.values,
+        "rows": [
+            {"model": n, "measured_s": m, "fit_s": f, "loo_s": lf}
+            for (n, f, m), (_, lf, _) in zip(res.fit, res.loo, strict=True)
+        ],
+        "loo_median_abs_error": loo_median(res.loo),
+        "loo_worst_ratio": loo_worst(res.loo),
+    }
+
+
+def latency_text(res: LatencyCalibration, written_to: str) -> str:
+    """The fitted values, each model's residual and leave-one-out error."""
+    lines = [
+        shown(f"calibrated {res.base.name} on {len(res.fit)} whole-model time(s) -> {written_to}"),
+        "  fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in res.values.items()),
+        f"  {'model':40s} {'measured':>10s} {'fit':>10s} {'residual':>9s} "
+        f"{'leave-one-out':>13s} {'error':>7s}",
+    ]
+    for (name, f, m), (_, lf, _) in zip(res.fit, res.loo, strict=True):
+        lines.append(
+            f"  {shown(name[:40]):40s} {m * 1e3:8.3f}ms {f * 1e3:8.3f}ms {f / m - 1:+9.1%} "
+            f"{lf * 1e3:11.3f}ms {lf / m - 1:+7.1%}"
+        )
+    lines.append(
+        f"  leave-one-out: median |error| {loo_median(res.loo):.0%}, "
+        f"worst {loo_worst(res.loo):.2f}x"
+    )
+    return "\n".join(lines)

@@ -94,6 +94,7 @@ def summary_dict(m: MemoryAnalysis) -> dict[str, Any]:
             {"name": t.tensor, "subgraph": t.graph, "bytes": t.nbytes, "reason": t.reason}
             for t in m.lifetimes.persistent
         ],
+        "complete": m.complete,
         "unsized_tensors": [
             {"name": t.tensor, "subgraph": t.graph, "reason": t.reason} for t in m.lifetimes.unsized
         ],
@@ -215,8 +216,9 @@ def peak_lines(m: MemoryAnalysis) -> list[str]:
     where = f"step {p.step}, layer #{p.node_index} {_short(p.node_name)} ({p.op})"
     if p.graph != m.graph.name:
         where += f" in subgraph {p.graph}"
+    at_least = "" if m.complete else "at least "
     lines = [
-        f"activation arena {m.arena_bytes:,} B ({human_bytes(m.arena_bytes)}; plan "
+        f"activation arena {at_least}{m.arena_bytes:,} B ({human_bytes(m.arena_bytes)}; plan "
         f"{m.strategy}, {m.alignment}-byte alignment, {m.mode} mode)   lower bound "
         f"{m.lower_bound_bytes:,} B at {where}",
         "  alive at the peak: "

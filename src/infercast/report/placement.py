@@ -85,7 +85,7 @@ def fit_dict(f: MemoryFit) -> dict[str, Any]:
     d: dict[str, Any] = {
         "required_bytes": f.required_bytes,
         "capacity_bytes": f.capacity_bytes,
-        "fits": f.fits,
+        "fits": f.fits if f.known else None,
         "over_by_bytes": f.over_by_bytes,
         "on_overflow": f.on_overflow,
         "parts": dict(f.parts),
@@ -94,6 +94,8 @@ def fit_dict(f: MemoryFit) -> dict[str, Any]:
         d["streamed_bytes"] = f.over_by_bytes
     if f.worst_layer is not None:
         d["worst_layer"] = f.worst_layer
+    if f.unknown_parts:
+        d["lower_bound_parts"] = list(f.unknown_parts)
     return d
 
 
@@ -126,7 +128,7 @@ def to_dict(report: PlacementReport) -> dict[str, Any]:
         "summary": {
             **report.counts(),
             "all_on_accelerator": report.all_on_accelerator,
-            "fits": report.fits,
+            "fits": report.fits if report.fit_known else None,
             "exit_code": report.exit_code,
             "graph_compile_s": t.graph_compile_s,
         },
@@ -224,12 +226,18 @@ def fit_grid(report: PlacementReport) -> Grid:
             )
         if f.worst_layer:
             note = (note + "; " if note else "") + f"largest layer: {f.worst_layer}"
+        if f.unknown_parts:
+            note = (note + "; " if note else "") + "some sizes unknown: required is a lower bound"
+        fits = entry("yes" if f.fits else "no", None, "green" if f.fits else "red")
+        if not f.known:
+            fits = entry("unknown", None, "yellow")
+        at_least = "at least " if f.unknown_parts else ""
         rows.append(
             {
                 "memory": entry(f.memory),
-                "required": entry(human_bytes(f.required_bytes), f.required_bytes),
+                "required": entry(at_least + human_bytes(f.required_bytes), f.required_bytes),
                 "capacity": entry(human_bytes(f.capacity_bytes), f.capacity_bytes),
-                "fits": entry("yes" if f.fits else "no", None, "green" if f.fits else "red"),
+                "fits": fits,
                 "note": entry(note),
             }
         )
@@ -237,6 +245,12 @@ def fit_grid(report: PlacementReport) -> Grid:
 
 
 def _verdict(report: PlacementReport) -> Any:
+    if report.exit_code == 4:
+        return cell(
+            "UNKNOWN: nothing falls back, but some tensor sizes are not known statically, "
+            "so whether it fits is not known",
+            style="bold yellow",
+        )
     if report.exit_code != 0:
         return cell("NOT OK: something falls back to the CPU or does not fit", style="bold red")
     if not report.has_accelerator:

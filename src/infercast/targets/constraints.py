@@ -23,8 +23,7 @@ import math
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from pathlib import Path
+from functools import cached_property
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
@@ -32,16 +31,17 @@ import numpy as np
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
+from infercast.ops.registry import Handler, get_handler
+
+
+class ValueUnknownError(Exception):
+    """A check needs a constant's values and the graph cannot give them."""
+
 
 Outcome = tuple[bool, str]
 CheckFn = Callable[..., Outcome]
 
 PASS: Outcome = (True, "")
-
-# Ops whose kernel comes from a weight tensor (its layout recorded by the frontend).
-_CONV_LIKE = {"conv", "depthwise_conv", "conv_transpose", "qlinear_conv", "conv_integer"}
-_POOLS = {"max_pool", "avg_pool", "l2_pool", "lp_pool"}
-_FC_LIKE = {"fully_connected", "gemm", "matmul", "matmul_integer", "qlinear_matmul"}
 
 
 # --------------------------------------------------------------------------- #
@@ -97,13 +97,27 @@ class NodeView:
     def attr(self, key: str, default: Any = None) -> Any:
         return self.node.attrs.get(key, default)
 
+    @cached_property
+    def handler(self) -> Handler | None:
+        """The op's cost rule and facts (None for an op infercast has no rule for)."""
+        return get_handler(self.op)
+
+    @property
+    def conv_like(self) -> bool:
+        """A convolution whose kernel is a weight tensor (its layout recorded by the frontend)."""
+        return self.handler is not None and self.handler.conv_like
+
+    @property
+    def fc_like(self) -> bool:
+        return self.handler is not None and self.handler.fc_like
+
     def _input(self, i: int) -> Tensor | None:
         return self.inputs[i] if 0 <= i < len(self.inputs) else None
 
     @cached_property
     def data(self) -> Tensor | None:
         """The data (feature-map) input."""
-        if self.op in _CONV_LIKE:
+        if self.conv_like:
             return self._input(int(self.attr("data_input", 0)))
         return self.activation_inputs[0] if self.activation_inputs else self._input(0)
 
@@ -114,19 +128,19 @@ class NodeView:
     @cached_property
     def weights(self) -> Tensor | None:
         """The kernel / weight matrix, if the op has one."""
-        if self.op in _CONV_LIKE:
-            return self._input(int(self.attr("weight_input", 1)))
-        if self.op in _FC_LIKE:
-            t = self._input(3 if self.op == "qlinear_matmul" else 1)
-            return t
-        return None
+        h = self.handler
+        if h is None or h.weight_input is None:
+            return None
+        if h.conv_like:
+            return self._input(int(self.attr("weight_input", h.weight_input)))
+        return self._input(h.weight_input)
 
     @cached_property
     def bias(self) -> Tensor | None:
         """The bias input: CONV_2D/DEPTHWISE/FC input 2, TRANSPOSE_CONV input 3, ONNX Conv 2."""
         if self.node.native_op == "TRANSPOSE_CONV":
             return self._input(3)
-        if self.op in _CONV_LIKE or self.op in ("fully_connected", "gemm"):
+        if self.conv_like or self.op in ("fully_connected", "gemm"):
             return self._input(2)
         return None
 
@@ -159,7 +173,7 @@ class NodeView:
     @cached_property
     def kernel_hw(self) -> tuple[int, int] | None:
         """Kernel (height, width): from the weight tensor of a conv, the attribute of a pool."""
-        if self.op in _CONV_LIKE and self.weights is not None:
+        if self.conv_like and self.weights is not None:
             layout = self.attr("weight_layout", "OIHW")
             try:
                 k = kernel_dims(self.weights, str(layout))
@@ -193,7 +207,7 @@ class NodeView:
         (k - 1) * dilation + 1 - in, 0), the smaller half before. ONNX uses the
         ``pads`` attribute (begin H, begin W, end H, end W) or ``auto_pad``.
         """
-        if self.op not in _CONV_LIKE and self.op not in _POOLS:
+        if not (self.conv_like or (self.handler is not None and self.handler.windowed)):
             return None
         if self.op == "conv_transpose":
             return None
@@ -244,11 +258,15 @@ class Constraint:
         values = {**context, **{k: format_value(v) for k, v in params.items()}}
         return self.template.format_map(_Missing(values))
 
-    def run(self, view: NodeView, params: Mapping[str, Any]) -> Outcome:
+    def run(self, view: NodeView, params: Mapping[str, Any]) -> tuple[bool | None, str]:
+        """(True, "") passes, (False, detail) fails; (None, "unknown: ...") when a value
+        the check needs is not available (neither a pass nor a failure)."""
         try:
             return self.fn(view, **params)
         except ShapeUnknownError as exc:
             return False, f"cannot check: {exc}"
+        except ValueUnknownError as exc:
+            return None, f"unknown: {exc}"
 
 
 class _Missing(dict[str, str]):
@@ -326,51 +344,6 @@ def short_name(name: str, width: int = 40) -> str:
 def _names(ts: Sequence[Tensor], limit: int = 2) -> str:
     shown = ", ".join(f"'{short_name(t.name)}'" for t in ts[:limit])
     return shown + (f" (+{len(ts) - limit})" if len(ts) > limit else "")
-
-
-@lru_cache(maxsize=2)
-def _tflite_file(path: str) -> tuple[bytes, dict[str, tuple[int, int, tuple[int, ...]]]]:
-    """The bytes of a TFLite file, and tensor name -> (buffer, TensorType, shape) of subgraph 0
-    (names made unique the way the frontend makes them)."""
-    from infercast.frontends.tflite import _schema, _unique
-
-    schema = _schema()
-    data = Path(path).read_bytes()
-    sg = schema.Model.GetRootAs(data, 0).Subgraphs(0)
-    seen: set[str] = set()
-    out = {}
-    for ti in range(sg.TensorsLength()):
-        t = sg.Tensors(ti)
-        name = _unique((t.Name() or b"").decode("utf-8", "replace"), ti, seen)
-        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
-        out[name] = (t.Buffer(), t.Type(), shape)
-    return data, out
-
-
-def constant_values(graph: Graph, t: Tensor) -> np.ndarray[Any, Any] | None:
-    """The values of a constant tensor: kept small ones from the IR, else read from the
-    TFLite file (8-bit weights, for checks such as Vela's weight-sum limit). None if unknown."""
-    if t.value is not None:
-        return np.asarray(t.value)
-    if graph.format != "tflite" or not graph.path or not t.is_constant or t.derived_from:
-        return None
-    try:
-        from infercast.frontends.tflite import _schema
-
-        schema = _schema()
-        data, tensors = _tflite_file(graph.path)
-        info = tensors.get(t.name)
-        np_type = {schema.TensorType.INT8: np.int8, schema.TensorType.UINT8: np.uint8}.get(
-            info[1] if info else -1
-        )
-        if info is None or np_type is None:
-            return None
-        raw = schema.Model.GetRootAs(data, 0).Buffers(info[0]).DataAsNumpy()
-        if not isinstance(raw, np.ndarray):
-            return None
-        return raw.view(np_type).reshape(info[2])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _weight_like(view: NodeView) -> list[Tensor]:
@@ -537,9 +510,7 @@ def batch_one(view: NodeView) -> Outcome:
 @constraint
 def params_constant(view: NodeView) -> Outcome:
     """Shape, axis and padding arguments must be constants (no dynamic shapes)"""
-    from infercast.ops.registry import get_handler
-
-    handler = get_handler(view.op)
+    handler = view.handler
     args = handler.arg_inputs if handler else frozenset()
     bad = [
         t for i, t in enumerate(view.inputs) if t is not None and i in args and not t.is_constant
@@ -579,10 +550,10 @@ def weight_sum_max(view: NodeView, *, limit: int) -> Outcome:
     w = view.weights
     if w is None or not w.is_static or w.dtype.bits != 8 or not w.is_constant:
         return PASS
-    values = constant_values(view.graph, w)
+    values = view.graph.constant_value(w.name)
     if values is None:
-        return PASS
-    layout = str(view.attr("weight_layout", "OIHW")) if view.op in _CONV_LIKE else "OI"
+        raise ValueUnknownError(f"the values of weights '{short_name(w.name)}' are not available")
+    layout = str(view.attr("weight_layout", "OIHW")) if view.conv_like else "OI"
     o_axis = layout.index("O") if "O" in layout else 0
     zp = np.zeros(1, np.int64)
     if w.quant is not None:
@@ -1016,15 +987,6 @@ def resize_scale_in(view: NodeView, *, factors: list[int]) -> Outcome:
 def always_rewritten(view: NodeView) -> Outcome:
     """The compiler always rewrites this operator into accelerator work plus CPU steps"""
     return False, view.node.native_op
-
-
-@constraint
-def per_tensor_weights(view: NodeView, *, slowdown: float) -> Outcome:
-    """Per-channel quantised weights run about {slowdown}x slower than per-tensor ones"""
-    w = view.weights
-    if w is None or w.quant is None or not w.quant.per_channel:
-        return PASS
-    return False, f"{len(w.quant.scale)} per-channel weight scales"
 
 
 @constraint

@@ -96,10 +96,20 @@ class MemoryFit:
     on_overflow: str
     parts: Mapping[str, int]
     worst_layer: str | None = None
+    unknown_parts: tuple[str, ...] = ()
+    """Parts some of whose tensors have sizes not known statically: ``required_bytes``
+    is then a lower bound."""
 
     @property
     def fits(self) -> bool:
+        """The required bytes (a lower bound when ``unknown_parts``) fit the capacity."""
         return self.required_bytes <= self.capacity_bytes
+
+    @property
+    def known(self) -> bool:
+        """Whether it is known to fit or not: a lower bound over capacity does not fit;
+        one under it says nothing."""
+        return not self.unknown_parts or not self.fits
 
     @property
     def over_by_bytes(self) -> int:
@@ -146,9 +156,18 @@ class PlacementReport:
         return not any(f.blocking for f in self.fit.values())
 
     @property
+    def fit_known(self) -> bool:
+        """False when some memory's requirement is a lower bound under its capacity."""
+        return all(f.known for f in self.fit.values())
+
+    @property
     def exit_code(self) -> int:
-        """0: everything on the accelerator and fits; 3: something falls back or does not fit."""
-        return 0 if self.all_on_accelerator and self.fits else 3
+        """0: everything on the accelerator and fits; 3: something falls back or does not
+        fit; 4: nothing falls back, but whether it fits is not known (tensors of unknown
+        size)."""
+        if not (self.all_on_accelerator and self.fits):
+            return 3
+        return 0 if self.fit_known else 4
 
     def counts(self) -> dict[str, int]:
         out = {"accelerator": 0, "partial": 0, "cpu": 0}
@@ -232,7 +251,9 @@ def _evaluate(view: C.NodeView, checks: list[Check], target: Target) -> list[Rea
     out = []
     for chk in checks:
         ok, detail = C.REGISTRY[chk.name].run(view, chk.params)
-        if not ok:
+        if ok is None:  # undecided: said, without moving the op (a note)
+            out.append(Reason(chk.name, "note", reason_text(chk, target), detail))
+        elif not ok:
             out.append(Reason(chk.name, chk.on_fail, reason_text(chk, target), detail, chk.rewrite))
     return out
 
@@ -382,27 +403,39 @@ def _fit(
     on_acc = {ly.index for ly in layers if not ly.folded and ly.processor == "accelerator"}
     live = [n for n in graph.nodes if not n.folded]
 
-    def unique_weight_bytes(nodes: list[Node]) -> int:
+    unknown: set[str] = set()
+
+    def unique_weight_bytes(nodes: list[tuple[Graph, Node]], kind: str) -> int:
         seen: dict[str, int] = {}
-        for n in nodes:
-            for t in weight_inputs(graph, n):
+        for g, n in nodes:
+            for t in weight_inputs(g, n):
+                if t.nbytes is None:
+                    unknown.add(kind)
                 seen[t.derived_from or t.name] = t.nbytes or 0
         return sum(seen.values())
+
+    # Weights of loop and branch bodies are loaded with the model too.
+    every = [(g, n) for _, g in graph.all_graphs() for n in g.nodes if not n.folded]
 
     cache: dict[str, tuple[int, str | None]] = {}
 
     def part(kind: str) -> tuple[int, str | None]:
         if kind not in cache:
             if kind == "weights":
-                cache[kind] = (unique_weight_bytes(live), None)
+                cache[kind] = (unique_weight_bytes(every, kind), None)
             elif kind == "accelerator_weights":
-                cache[kind] = (unique_weight_bytes([n for n in live if n.index in on_acc]), None)
+                acc_nodes = [(graph, n) for n in live if n.index in on_acc]
+                cache[kind] = (unique_weight_bytes(acc_nodes, kind), None)
             elif kind == "activations":
                 cache[kind] = (arena_bytes(), None)
+                if _unsized_activations(graph):
+                    unknown.add(kind)
             else:  # layer_io
                 worst, worst_name = 0, None
                 for ly in layers:
                     if ly.index in on_acc:
+                        if ly.input_bytes is None or ly.output_bytes is None:
+                            unknown.add(kind)
                         b = (ly.input_bytes or 0) + (ly.output_bytes or 0)
                         if b > worst:
                             worst, worst_name = b, ly.name
@@ -416,9 +449,29 @@ def _fit(
         parts = {f"{k}_bytes": part(k)[0] for k in mem.holds}
         worst = part("layer_io")[1] if "layer_io" in mem.holds else None
         out[name] = MemoryFit(
-            name, sum(parts.values()), mem.size_bytes, mem.on_overflow, parts, worst
+            name,
+            sum(parts.values()),
+            mem.size_bytes,
+            mem.on_overflow,
+            parts,
+            worst,
+            tuple(f"{k}_bytes" for k in mem.holds if k in unknown),
         )
     return out
+
+
+def _unsized_activations(graph: Graph) -> bool:
+    """Some non-constant tensor (of the graph or a subgraph that can run) has a size not
+    known statically."""
+    from infercast.analysis.cost import dead_graphs
+
+    dead = dead_graphs(graph)
+    return any(
+        not t.is_constant and t.nbytes is None
+        for _, g in graph.all_graphs()
+        if id(g) not in dead
+        for t in g.tensors.values()
+    )
 
 
 def _arena_bytes(graph: Graph, dev: Graph, memory: MemoryAnalysis | None) -> int:

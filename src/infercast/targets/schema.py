@@ -115,23 +115,30 @@ class ComputeUnit:
     """Channels are processed in groups of this many (SIMD lanes, MAC-array columns): a
     conv / FC with C channels costs as if it had C rounded up to a multiple (the forecast)."""
     efficient_width_px: Count = 0
-    """Output maps narrower than this run at width / efficient_width_px of the efficiency
-    (the K210 KPU below 64 px); 0: no such effect."""
+    """Line width of a unit that lays feature maps out in fixed lines (the K210 KPU: 64 px):
+    narrow rows share a line with other channels' rows, wide ones take several lines, and
+    the compute runs over the lines' pixel slots (nncase's ``get_kpu_row_layout``); 0: none."""
     reduction_half_depth: Ratio = 0.0
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
     accumulators idle); 0: no such effect."""
-    # Keys of branch `device` (issue 11), typed here so its targets validate as they land:
     window_taps: Count = 0
-    """A MAC array with a fixed kernel window per pixel (the K210 KPU: 9 taps)."""
+    """A unit whose MAC array computes a fixed kernel window per pixel (the K210 KPU: 3x3 =
+    9 taps) runs a conv with fewer taps as if it had this many (a 1x1 conv uses one of
+    nine); 0: no such effect."""
     thread_efficiency: UnitInterval = 0.0
-    """CPU units: what each thread beyond the first adds (0: not stated)."""
+    """CPU units: each thread beyond the first adds this fraction of one thread's speed to the
+    kernels the runtime parallelises; 0: not stated (the forecast assumes 0.8)."""
     broadcast_read_factor: Ratio = 0.0
-    """Re-reads of a small constant operand per output element (0: read once)."""
+    """An element-wise op whose other operand is a constant smaller than its output (a
+    per-channel scale) reads that constant again for every output element, this many
+    times its element size (Arm Vela charges Ethos-U such reads from flash per output
+    element); 0: the constant is read once."""
     thread_sync_s: Seconds = 0.0
-    """CPU units: the cost of splitting one kernel across threads."""
+    """CPU units: what splitting one kernel across threads costs (waking the pool, the
+    barrier at its end), once per parallel kernel when threads > 1."""
     per_channel_slowdown: Factor = 1.0
-    """Compute time of per-channel quantised weights over per-tensor ones."""
+    """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -148,7 +155,8 @@ class Memory:
     on_overflow: Literal["fail", "stream"] = "fail"
     """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
     efficiency: Fraction = 1.0
-    """The fraction of ``bandwidth_bytes_per_s`` transfers achieve (branch `device`)."""
+    """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
+    re-reads); 1 when absent."""
 
 
 @dataclass(frozen=True)
@@ -237,17 +245,20 @@ class Calibration:
     """Number of measured micro-kernels (or profiled ops) the fit used."""
     fit_rmspe: Ratio = 0.0
     """Root-mean-square percentage error of the fit on its own samples (a fraction)."""
-    # Whole-model fits of branch `device` (issue 11):
     rows: tuple[str, ...] = ()
-    """Published rows or latency files the fit used."""
+    """Published rows (``row_id``) or latency files the whole-model fit used."""
     parameters: tuple[str, ...] = ()
-    """Dotted keys the fit may vary."""
+    """Dotted keys a whole-model fit may vary (``units.npu.efficiency.conv`` ...)."""
     loo_median_abs_error: Ratio = 0.0
+    """Median |error| of leave-one-out forecasts of ``rows`` (a fraction)."""
     loo_worst_ratio: Ratio = 0.0
+    """Worst leave-one-out forecast / measured ratio, folded >= 1 (0: not computed)."""
     values_from: str = ""
-    """A built-in target whose fitted values this one reads first."""
+    """A built-in target whose fitted values this one reads first (its own ``values`` then
+    override them): two delegates of one NPU share the NPU's fitted numbers."""
     values: Mapping[str, Positive] = field(default_factory=dict)
-    """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``)."""
+    """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``); the forecast
+    reads them over the tables' stated values, which stay as the fit's prior."""
 
 
 @dataclass(frozen=True, kw_only=True)

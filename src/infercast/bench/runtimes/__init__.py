@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from infercast.bench import inputgen
 from infercast.bench.inputs import InputSpec
 from infercast.bench.profiles.base import Profile
 from infercast.errors import InfercastError
@@ -138,28 +139,5 @@ def resolve_options(rt: Runtime, given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fixed_shape(name: str, dims: Any, input_shapes: Shapes) -> tuple[int, ...]:
-    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s. A leading
-    dynamic batch dimension alone is 1, as ``infercast analyze`` defaults it."""
-    if name in input_shapes:
-        return tuple(int(d) for d in input_shapes[name])
-
-    def fixed(d: Any) -> bool:
-        return isinstance(d, (int, np.integer)) and int(d) >= 0
-
-    dims = list(dims)
-    if len(dims) > 1 and not fixed(dims[0]) and all(fixed(d) for d in dims[1:]):
-        dims = [1, *dims[1:]]
-    out = []
-    for d in dims:
-        if isinstance(d, (int, np.integer)) and int(d) >= 0:
-            out.append(int(d))
-        else:
-            raise ModelInputError(
-                f"input '{name}' has a dimension that is not fixed ({list(dims)})",
-                f"give it with --input-shape {name}="
-                + "x".join(
-                    str(int(x)) if isinstance(x, (int, np.integer)) and int(x) >= 0 else "N"
-                    for x in dims
-                ),
-            )
-    return tuple(out)
+    """A concrete shape for input ``name``: the model's, or ``--input-shape``'s."""
+    return inputgen.fixed_shape(name, dims, input_shapes, ModelInputError)

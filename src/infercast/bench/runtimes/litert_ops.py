@@ -24,16 +24,13 @@ not cut; their time is left out and named in the notes.
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from infercast.bench.inputs import InputSpec, make_inputs
 from infercast.bench.profiles.base import OpTime, Profile
-
-_CONTROL_FLOW = {"WHILE", "IF", "CALL_ONCE", "CALL"}
+from infercast.frontends.tflite import canonical_op
+from infercast.ops.registry import is_control_flow
 
 
 def _schema() -> Any:
@@ -131,7 +128,7 @@ def cut_single_ops(data: bytes) -> list[tuple[int, str, bytes | None]]:
     out: list[tuple[int, str, bytes | None]] = []
     for i, op in enumerate(sg.operators or []):
         name = names.get(op.opcodeIndex, "?")
-        if name in _CONTROL_FLOW:
+        if is_control_flow(canonical_op(name)):
             out.append((i, name, None))
         else:
             out.append((i, name, _cut_one(schema, model, sg, op, i, name)))
@@ -169,73 +166,26 @@ def relu_model() -> bytes:
     return _pack(schema, m)
 
 
-def _time(invoke: Callable[[], object], runs: int, min_time_s: float) -> float:
-    for _ in range(2):
-        invoke()
-    samples: list[float] = []
-    end = time.perf_counter() + min_time_s
-    while len(samples) < runs or time.perf_counter() < end:
-        t0 = time.perf_counter_ns()
-        invoke()
-        samples.append((time.perf_counter_ns() - t0) * 1e-9)
-        if len(samples) >= 100 * max(runs, 1):
-            break
-    return float(np.median(samples))
-
-
-def profile_single_ops(
-    data: bytes,
-    make_interpreter: Callable[[bytes], Any],
-    whole_invoke: Callable[[], object],
-    runs: int,
-    min_time_s: float = 0.02,
-    seed: int = 0,
-) -> Profile:
-    """Time every operator of ``data`` alone; see the module docstring for the method."""
-    cuts = cut_single_ops(data)
-    base = make_interpreter(relu_model())
-    base.allocate_tensors()
-    overhead = _time(base.invoke, runs, min_time_s)
-    whole_before = _time(whole_invoke, runs, min_time_s)
-    ops: list[OpTime] = []
-    notes: list[str] = []
-    skipped: list[str] = []
-    for i, name, blob in cuts:
-        if blob is None:
-            skipped.append(f"{i} ({name})")
-            continue
-        try:
-            interp = make_interpreter(blob)
-            interp.allocate_tensors()
-            specs = tuple(
-                InputSpec(
-                    d["name"] or f"in{k}",
-                    tuple(int(x) for x in d["shape"]),
-                    np.dtype(d["dtype"]).name,
-                )
-                for k, d in enumerate(interp.get_input_details())
-            )
-            feeds, _ = make_inputs(specs, seed=seed)
-            for d, spec in zip(interp.get_input_details(), specs, strict=True):
-                interp.set_tensor(d["index"], feeds[spec.name])
-            t = _time(interp.invoke, runs, min_time_s)
-        except (RuntimeError, ValueError) as exc:
-            skipped.append(f"{i} ({name}: {str(exc).splitlines()[0][:120]})")
-            continue
-        ops.append(
-            OpTime(
-                name=f"{name}:{i}",
-                op=name,
-                measured_s=max(t - overhead, 0.0),
-                layers=(i,),
-                mapping="index",
-                extra={"raw_s": t},
-            )
+def profile_from_times(raw: dict[str, Any]) -> Profile:
+    """The :class:`Profile` of :func:`infercast.bench.opcuts.time_single_ops`'s raw times
+    (measured here or on a board): each op's time minus one invoke overhead."""
+    overhead = float(raw["overhead_s"])
+    ops = [
+        OpTime(
+            name=f"{o['op']}:{o['index']}",
+            op=str(o["op"]),
+            measured_s=max(float(o["raw_s"]) - overhead, 0.0),
+            provider=str(o.get("provider", "")),
+            layers=(int(o["index"]),),
+            mapping="index",
+            extra={"raw_s": float(o["raw_s"])},
         )
-    whole_after = _time(whole_invoke, runs, min_time_s)
-    whole = float(np.median([whole_before, whole_after]))
-    if skipped:
-        notes.append("not measured (left out of the sum): " + "; ".join(skipped))
+        for o in raw["ops"]
+    ]
+    before, after = float(raw["whole_before_s"]), float(raw["whole_after_s"])
+    notes: list[str] = []
+    if raw.get("skipped"):
+        notes.append("not measured (left out of the sum): " + "; ".join(raw["skipped"]))
     notes.append(
         f"single-op sub-models; each time minus one invoke overhead ({overhead * 1e6:.1f} us, "
         "measured on a one-element RELU model)"
@@ -243,17 +193,13 @@ def profile_single_ops(
     return Profile(
         source="litert_single_op",
         ops=tuple(ops),
-        whole_s=whole,
-        runs=runs,
+        whole_s=float(np.median([before, after])),
+        runs=int(raw.get("runs", 0)),
         statistic="median",
         outside=(
             "the whole model's one invoke overhead; differences from running ops in "
             "sequence (cache state, XNNPACK fusing neighbouring ops)"
         ),
         notes=tuple(notes),
-        meta={
-            "invoke_overhead_s": overhead,
-            "whole_before_s": whole_before,
-            "whole_after_s": whole_after,
-        },
+        meta={"invoke_overhead_s": overhead, "whole_before_s": before, "whole_after_s": after},
     )

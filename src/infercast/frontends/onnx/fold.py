@@ -38,6 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from infercast.frontends.onnx.reader import canonical_name
+from infercast.ops.registry import get_handler
+
 MAX_ELEMENTS = 4096
 """Largest input or output (elements) a folded node may have."""
 MAX_TOTAL_ELEMENTS = 1 << 22
@@ -66,6 +69,19 @@ FOLDABLE = frozenset(
 expressions (``RegexFullMatch`` backtracks for ever on ``(a+)+$``), string ops,
 convolutions, matrix products, einsums, window functions and control flow are
 never evaluated."""
+
+
+_NOT_TENSORS = {"sequence_construct", "sequence_empty", "optional"}
+"""Ops that make a sequence or an optional, not a tensor shape inference could read."""
+
+
+def _never_folded(node: Any) -> bool:
+    """Random draws and control flow are not evaluated (the op table's facts)."""
+    op = canonical_name(node.op_type, node.domain)
+    facts = get_handler(op)
+    return op in _NOT_TENSORS or (
+        facts is not None and (facts.nondeterministic or facts.control_flow)
+    )
 
 
 def _small(arr: np.ndarray[Any, Any]) -> bool:
@@ -216,6 +232,7 @@ def fold_for_inference(model: Any) -> tuple[Any, int]:
             ins = [x for x in found if x is not None]
             if (
                 node.op_type not in FOLDABLE
+                or _never_folded(node)
                 or node.domain not in ("", "ai.onnx")
                 or not ins
                 or len(ins) < len(found)

@@ -118,6 +118,10 @@ def _split(ctx: OpContext) -> Shapes:
             return [(*s[:axis], None, *s[axis + 1 :])] * n_out
         num = ctx.int_attr("num_outputs", n_out)
         chunk = -(-dim // num)
+        if chunk * (num - 1) > dim:
+            # ONNX Runtime rejects it ("Split sizes would produce a negative final
+            # split"); onnx.reference returns chunks of 2, 2, 1, 0 for 5 into 4.
+            raise Unknown
         sizes = [min(chunk, max(dim - chunk * i, 0)) for i in range(num)]
     return [(*s[:axis], n, *s[axis + 1 :]) for n in sizes]
 

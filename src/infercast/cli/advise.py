@@ -1,0 +1,44 @@
+"""``infercast advise``: ranked, concrete changes for a model on a target, each with the
+layers concerned and the gain its what-if forecasts."""
+
+from __future__ import annotations
+
+from infercast.cli.common import (
+    Format,
+    FormatOpt,
+    InputShapeOpt,
+    ModelArg,
+    OutOpt,
+    Output,
+    TargetOpt,
+)
+
+
+def advise(
+    model: ModelArg,
+    target: TargetOpt,
+    input_shape: InputShapeOpt = None,
+    fmt: FormatOpt = Format.table,
+    output: OutOpt = None,
+) -> None:
+    """What to change in MODEL for TARGET, ranked: kernels the accelerator refuses, ops
+    that fall back, quantisation the target pays for, channel counts just above its
+    vector width, the largest input size or width that fits, weights that stream.
+
+    Every gain (seconds per inference, bytes) comes from running the matching what-if
+    through the same stages as the model. Exit status: 0; 2 on bad input.
+    """
+    from infercast.frontends import load, parse_input_shapes
+    from infercast.report import whatif as rep
+    from infercast.targets import load_target
+    from infercast.whatif.advise import advise as run
+
+    tgt = load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
+    result = run(load(model, parse_input_shapes(input_shape or [])), tgt)
+    if fmt is Format.json:
+        out.json(rep.advice_dict(result))
+    elif fmt is Format.csv:
+        out.text(rep.advice_csv(result))
+    else:
+        out.rich(rep.render_advice(result))
