@@ -116,3 +116,20 @@ def test_the_worker_dies_with_its_parent() -> None:
             break
         time.sleep(0.1)
     assert state in ("Z", "gone"), state  # dead (a zombie until init reaps it)
+
+
+def test_worker_runs_under_inherited_cpu_and_address_space_limits() -> None:
+    """`ulimit -t` / `prlimit --as` on the command: the worker keeps those limits (it may
+    not raise a hard limit) and still answers."""
+    code = "from infercast.sandbox import call_worker\nprint(call_worker('math:hypot', 3, 4))\n"
+
+    def caps() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (120, 125))
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, preexec_fn=caps
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "5.0"

@@ -129,9 +129,11 @@ def _cpu_budget(seconds: float) -> None:  # pragma: no cover - runs in the worke
     import resource
 
     used = resource.getrusage(resource.RUSAGE_SELF)
-    spent = used.ru_utime + used.ru_stime
-    soft = int(spent + seconds) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+    soft = int(used.ru_utime + used.ru_stime + seconds) + 2
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:  # a limit set from outside (ulimit -t) stays
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 def _answer(fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:  # pragma: no cover
