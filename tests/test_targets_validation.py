@@ -201,7 +201,7 @@ def test_huge_integer_and_binary_files(tmp_path: Path) -> None:
         load_target(str(f))
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * (2 << 20) + "\n")
-    with pytest.raises(TargetError, match="target files are at most"):
+    with pytest.raises(TargetError, match="bytes; at most"):
         load_target(str(big))
 
 

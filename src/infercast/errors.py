@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import stat
+from pathlib import Path
+
 
 class InfercastError(Exception):
     """Base class: ``message`` says what is wrong, ``hint`` what to do about it."""
@@ -26,6 +30,32 @@ def too_many_nodes(path: str, n: int) -> ModelFileError:
         f"{path}: {n} operators; infercast reads models of at most {MAX_NODES}",
         "the file is corrupt or crafted, or not a model for an edge device",
     )
+
+
+def regular_file(
+    path: Path,
+    error: type[InfercastError],
+    what: str = "",
+    *,
+    max_bytes: int | None = None,
+    hint: str = "",
+) -> int:
+    """The size of ``path``, or ``error`` (one line) unless it is a regular file of at most
+    ``max_bytes``: a FIFO or a device would block in ``open()`` or never end."""
+    label = printable(f"{what} {path}".strip())
+    try:
+        st = path.stat()
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) or exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise error(f"{label}: no such file", hint) from None
+        raise error(f"{label}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{label}: is a directory, not a file", hint)
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{label}: is not a regular file (a pipe, socket or device)", hint)
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise error(f"{label}: {st.st_size} bytes; at most {max_bytes} are read", hint)
+    return st.st_size
 
 
 def printable(text: str) -> str:

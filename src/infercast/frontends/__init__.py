@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import mmap
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
 from infercast._gc import paused_gc
-from infercast.errors import InputShapeError, ModelFileError
+from infercast.errors import InputShapeError, ModelFileError, regular_file
 from infercast.ir.graph import Graph, Shape
 
 __all__ = ["load", "parse_input_shapes"]
@@ -61,17 +59,7 @@ def _check_sizes(graph: Graph) -> None:
 
 
 def _load(p: Path, input_shapes: Mapping[str, Shape] | None) -> Graph:
-    try:
-        st = p.stat()
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise ModelFileError(f"{p}: no such file") from None
-        raise ModelFileError(f"{p}: cannot be read ({exc.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ModelFileError(f"{p}: is a directory, not a model file")
-    if not stat.S_ISREG(st.st_mode):
-        # A FIFO or a device would block in open() or never end.
-        raise ModelFileError(f"{p}: not a regular file (a pipe, socket or device)")
+    regular_file(p, ModelFileError)
     try:
         with open(p, "rb") as f:
             head = f.read(8)

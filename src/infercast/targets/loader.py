@@ -23,18 +23,16 @@ placeholders to be calibrated and are marked uncertain.
 from __future__ import annotations
 
 import copy
-import errno
 import json
 import os
 import platform
 import re
-import stat
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from infercast.errors import printable
+from infercast.errors import printable, regular_file
 from infercast.targets.schema import Target, TargetError, build_target
 from infercast.targets.validate import show
 
@@ -58,22 +56,9 @@ def is_path_like(spec: str) -> bool:
 
 
 def _regular_file(p: Path, what: str) -> None:
-    """Raise unless ``p`` is a regular file (a FIFO or device would block or never end)."""
-    try:
-        st = p.stat()
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise TargetError(
-                f"{what} {printable(str(p))} does not exist", "give a built-in name or a .toml path"
-            ) from None
-        raise TargetError(f"{what} {printable(str(p))}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise TargetError(f"{what} {printable(str(p))} is not a regular file")
-    if st.st_size > MAX_FILE_BYTES:
-        raise TargetError(
-            f"{what} {printable(str(p))} is {st.st_size} bytes; target files are at most "
-            f"{MAX_FILE_BYTES} bytes"
-        )
+    regular_file(
+        p, TargetError, what, max_bytes=MAX_FILE_BYTES, hint="give a built-in name or a .toml path"
+    )
 
 
 def resolve_spec(spec: str) -> Path:

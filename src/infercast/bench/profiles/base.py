@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from infercast.errors import InfercastError, printable
+from infercast.errors import InfercastError, printable, regular_file
 from infercast.ir.graph import Graph
 
 
@@ -42,16 +41,7 @@ def read_text(path: str | Path) -> str:
     Only regular files of at most :data:`MAX_PROFILE_BYTES` are read (a FIFO or a
     device would block or never end)."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except (OSError, ValueError):
-        raise ProfileFormatError(f"{p}: no such file") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ProfileFormatError(f"{p}: not a regular file")
-    if st.st_size > MAX_PROFILE_BYTES:
-        raise ProfileFormatError(
-            f"{p}: {st.st_size} bytes; profiles of at most {MAX_PROFILE_BYTES} bytes are read"
-        )
+    regular_file(p, ProfileFormatError, max_bytes=MAX_PROFILE_BYTES)
     try:
         return p.read_text(errors="replace")
     except OSError as exc:
