@@ -62,7 +62,7 @@ def calibrate(
     --target FILE.
     """
     import infercast.api as api
-    from infercast.report.calibration import summary_text
+    from infercast.report.calibration import render_summary
 
     tgt = api.load_target(target)
     ms = list(models or [])
@@ -86,4 +86,4 @@ def calibrate(
     if fmt is CheckFormat.json:
         stdout.json({**result.to_dict(), "file": str(output)})
     else:
-        stdout.text(summary_text(result, str(output)))
+        stdout.rich(render_summary(result, str(output)))

@@ -99,6 +99,8 @@ class Grid:
     default_sort: str | None = None
     """Column ``--top`` sorts by when no ``--sort`` is given (the heaviest rows first)."""
     noun: str = "rows"
+    more: str = "--columns to choose, --format csv for every figure"
+    """How to get the columns a narrow terminal leaves out (the command's options)."""
 
     def column_keys(self) -> list[str]:
         return [c.key for c in self.cols]
@@ -257,8 +259,7 @@ class FitTable:
         yield table
         if dropped:
             yield Text(
-                f"(narrow terminal: left out {', '.join(dropped)}; --columns to choose, "
-                "--format csv for every figure)",
+                f"(narrow terminal: left out {', '.join(dropped)}; {self.grid.more})",
                 style="dim",
             )
 
