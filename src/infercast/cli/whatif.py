@@ -11,14 +11,18 @@ import typer
 
 from infercast.cli.common import (
     EXIT_NOT_OK,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
     progress,
+    table_options,
 )
 from infercast.errors import InfercastError
 
@@ -119,6 +123,9 @@ def whatif(
     input_shape: InputShapeOpt = None,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
 ) -> None:
     """What MODEL would take on TARGET at other input sizes, widths, dtypes, with ops
     replaced: MACs, params, weights, activation memory, fit, CPU fallback, forecast.
@@ -141,6 +148,7 @@ def whatif(
         parse_widths,
     )
 
+    opts = table_options(columns, sort, top)
     if budget_ms is not None and not fit:
         raise InfercastError("--budget-ms applies to --fit", "add --fit")
     if budget_ms is not None and budget_ms <= 0:
@@ -183,7 +191,7 @@ def whatif(
     elif fmt is Format.csv:
         out.text(rep.to_csv(result))
     else:
-        out.rich(rep.render_table(result))
+        out.rich(rep.render_table(result, opts))
     if fit and (result.fit is None or result.fit.best is None):
         raise SystemExit(EXIT_NOT_OK)
 
