@@ -5,7 +5,7 @@ largest one that fits; ``--export`` writes each as a runnable model."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,7 @@ from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
     from infercast.ir.graph import Graph
+    from infercast.targets import Target
     from infercast.whatif import WhatIfResult
 
 ResolutionOpt = Annotated[
@@ -138,52 +139,15 @@ def whatif(
     from infercast.frontends import load, parse_input_shapes
     from infercast.report import whatif as rep
     from infercast.targets import load_target
-    from infercast.whatif import whatif as run
-    from infercast.whatif.spec import (
-        parse_dtypes,
-        parse_quant,
-        parse_replacements,
-        parse_resolutions,
-        parse_threads,
-        parse_widths,
-    )
 
     opts = table_options(columns, sort, top)
-    if budget_ms is not None and not fit:
-        raise InfercastError("--budget-ms applies to --fit", "add --fit")
-    if budget_ms is not None and budget_ms <= 0:
-        raise InfercastError(f"--budget-ms must be positive, not {budget_ms}")
-    if jobs is not None and jobs < 1:
-        raise InfercastError(f"--jobs must be at least 1, not {jobs}")
-    resolutions = parse_resolutions(resolution)
-    widths = parse_widths(width)
-    dtypes = parse_dtypes(dtype)
-    replacements = parse_replacements(replace)
-    thread_counts = parse_threads(threads)
-    scheme = parse_quant(quant)
+    options = variant_options(
+        resolution, width, dtype, quant, replace, keep, divisor, threads, fit, budget_ms, jobs
+    )
     tgt = load_target(target)
     out = Output(output, [model, tgt.path, *tgt.chain])
     graph = load(model, parse_input_shapes(input_shape or []))
-    result = run(
-        graph,
-        tgt,
-        resolution=resolutions,
-        width=widths,
-        dtype=dtypes,
-        quant=scheme,
-        replace=replacements,
-        keep=keep or [],
-        divisor=divisor,
-        threads=thread_counts,
-        fit=fit,
-        budget_s=None if budget_ms is None else budget_ms / 1e3,
-        jobs=jobs,
-    )
-    if result.errors and not result.variants and result.fit is None:
-        label, why = result.errors[0]
-        raise InfercastError(f"no variant could be made: {label}: {why}")
-    for label, why in result.errors:
-        progress(f"variant {label} not made: {why}")
+    result = run_variants(graph, tgt, options)
     if export is not None:
         _export(graph, result, export)
     if fmt is Format.json:
@@ -194,6 +158,65 @@ def whatif(
         out.rich(rep.render_table(result, opts))
     if fit and (result.fit is None or result.fit.best is None):
         raise SystemExit(EXIT_NOT_OK)
+
+
+def variant_options(
+    resolution: list[str] | None,
+    width: list[str] | None,
+    dtype: list[str] | None,
+    quant: str | None,
+    replace: list[str] | None,
+    keep: list[str] | None,
+    divisor: int,
+    threads: list[str] | None,
+    fit: bool,
+    budget_ms: float | None,
+    jobs: int | None,
+) -> dict[str, Any]:
+    """The what-if options (``whatif``, ``report``) checked and parsed, as keyword
+    arguments of :func:`infercast.whatif.whatif`; bad input raises before any work."""
+    from infercast.whatif.spec import (
+        parse_dtypes,
+        parse_quant,
+        parse_replacements,
+        parse_resolutions,
+        parse_threads,
+        parse_widths,
+    )
+
+    if budget_ms is not None and not fit:
+        raise InfercastError("--budget-ms applies to --fit", "add --fit")
+    if budget_ms is not None and budget_ms <= 0:
+        raise InfercastError(f"--budget-ms must be positive, not {budget_ms}")
+    if jobs is not None and jobs < 1:
+        raise InfercastError(f"--jobs must be at least 1, not {jobs}")
+    return {
+        "resolution": parse_resolutions(resolution),
+        "width": parse_widths(width),
+        "dtype": parse_dtypes(dtype),
+        "quant": parse_quant(quant),
+        "replace": parse_replacements(replace),
+        "keep": keep or [],
+        "divisor": divisor,
+        "threads": parse_threads(threads),
+        "fit": fit,
+        "budget_s": None if budget_ms is None else budget_ms / 1e3,
+        "jobs": jobs,
+    }
+
+
+def run_variants(graph: Graph, target: Target, options: dict[str, Any]) -> WhatIfResult:
+    """The variants of ``graph`` on ``target``; a sweep where none can be made is bad
+    input, single failures are said on stderr."""
+    from infercast.whatif import whatif as run
+
+    result = run(graph, target, **options)
+    if result.errors and not result.variants and result.fit is None:
+        label, why = result.errors[0]
+        raise InfercastError(f"no variant could be made: {label}: {why}")
+    for label, why in result.errors:
+        progress(f"variant {label} not made: {why}")
+    return result
 
 
 def _export(graph: Graph, result: WhatIfResult, directory: Path) -> None:

@@ -61,8 +61,8 @@ class ReportInputs:
     joined: Joined | None = None
     profile_source: str = ""
     """Where the profile came from (shown in the roofline caption)."""
-    whatif: Mapping[str, Any] | None = None
-    """A what-if result as JSON (``to_dict()``): its ``variants`` are tabled."""
+    whatif: Sequence[Mapping[str, Any]] = ()
+    """What-if results as JSON (``to_dict()``): each one's ``variants`` are tabled."""
     notes: Sequence[str] = field(default_factory=tuple)
 
 
@@ -855,11 +855,9 @@ def _fmt_value(key: str, v: Any) -> str:
     return shown(v)
 
 
-def whatif_table(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The variants of a what-if result (a JSON document with a list of variant records
-    under ``variants``), one row each; nested values are left out."""
-    if result is None:
-        return None
+def _generic_whatif(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A JSON document with a list of flat variant records under ``variants``: one row
+    each, one column per scalar key; nested values are left out."""
     variants = result.get("variants")
     if not isinstance(variants, list) or not variants:
         return None
@@ -886,7 +884,165 @@ def whatif_table(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "head": [_head(shown(c), False) for c in cols],
         "rows": [{"cells": r, "bounds": "", "status": "", "cls": ""} for r in rows],
         "title": shown(result.get("title", "What-if variants")),
+        "lines": [],
+        "caption": "",
     }
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _res_text(r: Any) -> str:
+    if isinstance(r, list) and len(r) == 2:
+        return f"{r[0]}×{r[1]}"
+    return "–" if r is None else str(r)
+
+
+def _variant_row(v: Mapping[str, Any], mems: Sequence[str], label: str, cls: str) -> dict[str, Any]:
+    t = v.get("totals") or {}
+    res = v.get("resolution")
+    size = res[0] * res[1] if isinstance(res, list) and len(res) == 2 else _num(res)
+    dtype = shown(v.get("dtype") or "")
+    if v.get("quant") == "per-channel" and dtype.startswith("int"):
+        dtype += "/ch"
+    width = _num(v.get("width"))
+    cells = [
+        _cell(label, label, "txt"),
+        _cell(_res_text(res), size),
+        _cell("" if width is None else f"{width:g}", width),
+        _cell(dtype, dtype, "txt"),
+    ]
+    for key, fmt in (
+        ("macs", human_count), ("params", human_count), ("weight_bytes", human_bytes),
+        ("peak_activation_bytes", human_bytes),
+    ):  # fmt: skip
+        x = _num(t.get(key))
+        cells.append(_cell("" if x is None else fmt(x), x))
+    memories = v.get("memories") or {}
+    for m in mems:
+        f = memories.get(m)
+        if not isinstance(f, Mapping):
+            cells.append(_cell("–", None))
+            continue
+        need = _num(f.get("required_bytes")) or 0.0
+        if f.get("fits"):
+            mark, c = "fits", "ok"
+        elif f.get("on_overflow") == "stream":
+            mark, c = "streams", "warn"
+        else:
+            mark, c = "no fit", "bad"
+        cap = _num(f.get("capacity_bytes"))
+        of = f" of {human_bytes(cap)}" if cap is not None else ""
+        cells.append(_cell(f"{human_bytes(need)} {mark}", need, c, f"{human_bytes(need)}{of}"))
+    fits = t.get("fits")
+    cells.append(_cell("yes" if fits else "no", 1 if fits else 0, "txt ok" if fits else "txt bad"))
+    cpu = v.get("fallback_layers") or []
+    cells.append(_cell(str(len(cpu)), len(cpu)))
+    lat = _num(t.get("latency_s"))
+    bound_s = {str(k): _num(x) or 0.0 for k, x in (v.get("bound_s") or {}).items()}
+    total = sum(bound_s.values()) or 1.0
+    mix = ", ".join(
+        f"{b} {x / total:.0%}"
+        for b, x in sorted(bound_s.items(), key=lambda kv: -kv[1])[:2]
+        if x / total >= 0.05
+    )
+    cells.append(_cell("" if lat is None else human_seconds(lat), lat, "", mix))
+    cells.append(_cell(mix, mix, "txt"))
+    return {"cells": cells, "bounds": "", "status": "", "cls": cls}
+
+
+def whatif_table(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The variants of a what-if result, one row each. An ``infercast.whatif/1``
+    document (``infercast whatif -f json``, or variants run by ``report`` itself): the
+    model as it is, then each variant with its totals, the need in each device memory,
+    the fit, layers on the CPU and the forecast; the variant ``--fit`` found is
+    highlighted. Any other document with a ``variants`` list: its flat fields."""
+    from infercast.report.whatif import WHATIF_SCHEMA
+
+    if result.get("schema") != WHATIF_SCHEMA:
+        return _generic_whatif(result)
+    base = result.get("base") or {}
+    variants = [v for v in result.get("variants") or [] if isinstance(v, Mapping)]
+    fit = result.get("fit") if isinstance(result.get("fit"), Mapping) else None
+    best = (fit or {}).get("best") or {}
+    best_label = best.get("label") if isinstance(best, Mapping) else None
+    mems = [str(m) for m in (base.get("memories") or {})]
+    target = shown(result.get("target", ""))
+    head = [
+        _head("variant", False),
+        _head("input", True),
+        _head("width", True, prio=2),
+        _head("dtype", False, prio=2),
+        _head("MACs", True),
+        _head("params", True, prio=3),
+        _head("weights", True, prio=2),
+        _head("arena", True),
+        *(_head(shown(m), True) for m in mems),
+        _head("fits", False),
+        _head("CPU layers", True, prio=2),
+        _head("latency", True),
+        _head("time by bound", False, prio=3),
+    ]
+    rows = [_variant_row(base, mems, "model as it is", "base")]
+    for v in variants:
+        label = shown(v.get("label", ""))
+        is_best = best_label is not None and v.get("label") == best_label
+        rows.append(_variant_row(v, mems, label, "best" if is_best else ""))
+    lines: list[dict[str, str]] = []
+    if fit is not None:
+        budget = _num(fit.get("budget_s"))
+        within = f" and {human_seconds(budget)}" if budget is not None else ""
+        n = fit.get("evaluated", len(variants))
+        if best_label is not None:
+            macs = _num(best.get("totals", {}).get("macs"))
+            lat = _num(best.get("totals", {}).get("latency_s"))
+            lines.append(
+                {
+                    "cls": "ok",
+                    "text": f"--fit: the largest variant that fits every memory of {target}"
+                    f"{within} is {shown(best_label)}"
+                    + (f" ({human_count(macs)} MACs" if macs is not None else " (")
+                    + (f", {human_seconds(lat)})" if lat is not None else ")")
+                    + f", highlighted; {n} variant{'' if n == 1 else 's'} evaluated.",
+                }
+            )
+        else:
+            lines.append(
+                {
+                    "cls": "bad",
+                    "text": f"--fit: no variant in the searched ranges fits {target}{within} "
+                    f"({n} evaluated).",
+                }
+            )
+    for e in result.get("errors") or []:
+        if isinstance(e, Mapping):
+            lines.append(
+                {
+                    "cls": "warn",
+                    "text": f"not made: {shown(e.get('variant', ''))}: {shown(e.get('error', ''))}",
+                }
+            )
+    return {
+        "head": head,
+        "rows": rows,
+        "title": f"What-if on {target}" if target else "What-if variants",
+        "lines": lines,
+        "caption": "Each variant is the model's graph transformed (input size, channel "
+        "width, dtype, replaced ops) and run through the same analysis, memory plan, "
+        "placement and forecast. Arena: the planned activation memory; memory columns: "
+        "what the variant needs in each memory of the target; CPU layers: layers on the "
+        "fallback CPU. Click a column to sort.",
+    }
+
+
+def whatif_tables(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in results:
+        t = whatif_table(r)
+        if t is not None:
+            out.append(t)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -960,7 +1116,7 @@ def build_view(inp: ReportInputs) -> dict[str, Any]:
             "more": max(len(inp.memory.peak.tensors) - MAX_PEAK_TENSORS, 0),
         },
         "table": layer_table(inp, labels),
-        "whatif": whatif_table(inp.whatif),
+        "whatif": whatif_tables(inp.whatif),
         "profile": shown(inp.profile_source) if inp.joined is not None else "",
         "notes": notes,
     }
