@@ -261,47 +261,108 @@ def _bound_legend(present: set[str]) -> list[Mark]:
     return [{"cls": f"b-{b}", "label": b, "shape": "box"} for b in BOUNDS if b in present]
 
 
+OUTLIER_RATIO = 8.0
+"""The y axis of the latency bars is cut when the tallest layer takes more than this many
+times the time of the layer ranked just below the few tallest (one in twenty, at least
+one): otherwise one fallback layer flattens every other bar to a line."""
+
+
+def _axis_cut(values: Sequence[float]) -> float | None:
+    """The value above which bars are cut (None: draw everything to scale)."""
+    v = sorted((x for x in values if x > 0), reverse=True)
+    k = max(1, len(v) // 20)
+    if len(v) < 8 or v[0] <= OUTLIER_RATIO * v[k]:
+        return None
+    return OUTLIER_RATIO / 2 * v[k]
+
+
 def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
     fr = Frame(height=230, bottom=36)
     layers = list(fc.layers)
     n = len(layers)
-    top, ticks = linear_ticks(max((ly.latency_s for ly in layers), default=0.0) or 1e-6)
+    cut = _axis_cut([ly.latency_s for ly in layers])
+    shown_max = max(
+        (ly.latency_s for ly in layers if cut is None or ly.latency_s <= cut), default=0.0
+    )
+    top, ticks = linear_ticks(shown_max or 1e-6)
     xs = Scale(0, max(n, 1), fr.x0, fr.x1)
     ys = Scale(0, top, fr.y1, fr.y0)
     step = (fr.x1 - fr.x0) / max(n, 1)
     gap = min(step * 0.15, 1.0) if step > 2 else 0.0
     marks: list[Mark] = []
+    breaks: list[Mark] = []
+    tall: list[Mark] = []
     present: set[str] = set()
     total = fc.latency_s or 1.0
     for i, ly in enumerate(layers):
         if ly.latency_s <= 0:
             continue
         present.add(ly.bound)
-        y = ys(ly.latency_s)
+        over = ly.latency_s > top
+        y = fr.y0 if over else ys(ly.latency_s)
+        x, w = r1(xs(i) + gap / 2), r1(max(step - gap, 0.4))
+        who = f"#{ly.index} {labels.get(ly.index, shown(ly.name))}"
         marks.append(
             {
-                "x": r1(xs(i) + gap / 2),
+                "x": x,
                 "y": r1(y),
-                "w": r1(max(step - gap, 0.4)),
+                "w": w,
                 "h": r1(max(fr.y1 - y, 0.6)),
-                "cls": f"b-{ly.bound}",
-                "title": f"#{ly.index} {labels.get(ly.index, shown(ly.name))} ({ly.op}) on "
+                "cls": f"b-{ly.bound}" + (" over" if over else ""),
+                "title": f"{who} ({ly.op}) on "
                 f"{ly.unit}: {human_seconds(ly.latency_s)}, {ly.latency_s / total:.1%}, "
                 f"{ly.bound}-bound",
             }
+        )
+        if over:
+            breaks.append({"x": x, "y": r1(fr.y0 + 8), "w": w, "h": 4})
+            tall.append(
+                {
+                    "x": x,
+                    "w": w,
+                    "text": f"{who} {human_seconds(ly.latency_s)}",
+                    "caption": f"{who} {human_seconds(ly.latency_s)} "
+                    f"({ly.bound}, {ly.latency_s / total:.0%} of the time)",
+                }
+            )
+    # labels of the cut bars, one line each from the top, beside their bar
+    mid = (fr.x0 + fr.x1) / 2
+    left_edge = min((t["x"] for t in tall if t["x"] > mid), default=fr.x1)
+    right_edge = max((t["x"] + t["w"] for t in tall if t["x"] <= mid), default=fr.x0)
+    texts: list[Mark] = []
+    for j, t in enumerate(tall[:6]):
+        right = t["x"] > mid
+        texts.append(
+            {
+                "x": r1(left_edge - 3 if right else right_edge + 3),
+                "y": r1(fr.y0 + 12 + 13 * j),
+                "anchor": "end" if right else "start",
+                "text": t["text"],
+            }
+        )
+    caption = (
+        f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
+        "bounds each layer."
+    )
+    if tall:
+        caption += (
+            f" The axis is cut at {human_seconds(top)}: "
+            + "; ".join(t["caption"] for t in tall)
+            + " (bars with a gap near the top)."
         )
     return Chart(
         kind="bars",
         title=f"Forecast latency per layer on {shown(fc.target.name)}",
         frame=fr,
         marks=marks,
+        labels=texts,
         xticks=index_ticks(n, xs),
         yticks=y_ticks(ys, ticks, human_seconds),
         xlabel="layer (execution order; fused ops carry no time of their own)",
-        ylabel="seconds",
+        ylabel="seconds" + (" (axis cut)" if tall else ""),
         legend=_bound_legend(present),
-        caption=f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
-        "bounds each layer.",
+        caption=caption,
+        extra={"breaks": breaks},
     )
 
 
@@ -528,8 +589,13 @@ def memory_timeline(
         x, anchor = (fr.x0 + 4, "start") if left else (fr.x1 - 4, "end")
         labels_out.append({"x": x, "y": r1(y - 4), "anchor": anchor, "text": text})
 
-    # the arena's label at the left, above the data's first steps; device memories at the right
-    hline(m.arena_bytes, "arena", f"arena plan {human_bytes(m.arena_bytes)}", left=True)
+    # the arena's label above the end of the timeline whose steps are lower (a CNN's peak
+    # is usually early), unless a device memory's label (at the right) sits close above
+    quarter = max(n // 4, 1)
+    head, tail = max(tl[:quarter], default=0), max(tl[-quarter:], default=0)
+    near = any(abs(ys(s) - ys(m.arena_bytes)) < 16 for _l, s in on_scale)
+    left = near or head < tail
+    hline(m.arena_bytes, "arena", f"arena plan {human_bytes(m.arena_bytes)}", left=left)
     for lbl, s in on_scale:
         hline(s, "devmem", f"{lbl} {human_bytes(s)}")
     peak = m.peak
