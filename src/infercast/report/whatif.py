@@ -255,8 +255,8 @@ def render_table(result: WhatIfResult, opts: TableOptions | None = None) -> Any:
                 cell(
                     f"fit: the largest variant that fits every memory of {target}{budget} is "
                     f"{fit.best.label} ({human_count(fit.best.macs)} MACs, "
-                    f"{human_seconds(fit.best.totals.latency_s)}); {len(fit.tried)} variants "
-                    "evaluated",
+                    f"{human_seconds(fit.best.totals.latency_s)}); {len(fit.tried)} "
+                    f"variant{'' if len(fit.tried) == 1 else 's'} evaluated",
                     style="bold green",
                 )
             )
@@ -376,9 +376,10 @@ def render_advice(result: AdviceResult, opts: TableOptions | None = None) -> Any
             f"{len(result.base.fallback_layers)} layer(s) on the CPU, "
             + ("fits" if b.fits else "does NOT fit")
         ),
-        FitTable(advice_grid(result), opts),
     ]
-    if not result.advice:
+    if result.advice:
+        parts.append(FitTable(advice_grid(result), opts))
+    else:
         parts.append(cell("no advice: nothing the what-ifs tried gains on this target"))
     parts.extend(cell(f"note: {n}") for n in result.notes)
     return Group(*parts)
