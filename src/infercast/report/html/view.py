@@ -956,7 +956,8 @@ def _generic_whatif(result: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    """A number of a JSON document (an integer stays one: it is written as it was)."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def _res_text(r: Any) -> str:
