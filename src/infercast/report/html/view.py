@@ -509,6 +509,20 @@ def roofline(
         "weights) against its forecast throughput; lines: the target's compute peaks and "
         "memory / link bandwidths. A kernel under a diagonal is bandwidth-limited there."
     )
+    shares = sorted(
+        perf / roof
+        for _ai, perf, ly in pts
+        if ly.bound == "compute"
+        and ly.dtype is not None
+        and ly.unit in fc.target.units
+        and (roof := fc.target.units[ly.unit].peak_ops_per_s.get(ly.dtype))
+    )
+    if shares and shares[len(shares) // 2] < 0.2:
+        caption += (
+            f" Compute-bound kernels reach a median {100 * shares[len(shares) // 2]:.2g}% of "
+            "their unit's peak here: the target's efficiencies and per-kernel slowdowns (see the "
+            "placement notes) set the rate it can attain, well under the datasheet peak."
+        )
     if measured:
         caption += (
             f" Diamonds: measured by {shown(joined.source) if joined else ''} on the machine "
