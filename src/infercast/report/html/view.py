@@ -249,7 +249,46 @@ def cards(inp: ReportInputs) -> list[Mark]:
                 ],
             }
         )
+    fits = [r for r in (_fit_card_row(d) for d in inp.whatif) if r is not None]
+    if fits:
+        out.append(
+            {
+                "id": "whatif",
+                "title": "What-if: largest that fits",
+                "value": "",
+                "sub": ["the --fit search (details in What-if)"],
+                "rows": fits,
+            }
+        )
     return out
+
+
+def _fit_card_row(doc: Mapping[str, Any]) -> Mark | None:
+    """The ``--fit`` verdict of an ``infercast.whatif/1`` document, as a card row."""
+    fit = doc.get("fit")
+    if not isinstance(fit, Mapping):
+        return None
+    best = fit.get("best")
+    target = shown(doc.get("target", ""))
+    if not isinstance(best, Mapping):
+        return {"label": target, "text": "no variant in the searched ranges",
+                "sub": "", "badge": "none fits", "state": "bad"}  # fmt: skip
+    t = best.get("totals") or {}
+    macs, lat = _num(t.get("macs")), _num(t.get("latency_s"))
+    return {
+        "label": target,
+        "text": shown(best.get("label", "")),
+        "sub": ", ".join(
+            x
+            for x in (
+                "" if macs is None else f"{human_count(macs)} MACs",
+                "" if lat is None else human_seconds(lat),
+            )
+            if x
+        ),
+        "badge": "fits",
+        "state": "ok",
+    }
 
 
 # --------------------------------------------------------------------------- #
