@@ -323,6 +323,18 @@ def test_report_runs_whatif_variants(
     # the Edge TPU's bars need no cut
     assert browser.evaluate("document.querySelectorAll('#bars-1 rect.over').length") == 0
 
+    # The same run saved as JSON (`infercast whatif -f json`) and given with --whatif FILE
+    saved = tmp_path / "whatif.json"
+    saved.write_text(json.dumps(want))
+    again = tmp_path / "saved.html"
+    argv = ["report", str(example_model), "-t", "k210-kpu", "--whatif", str(saved)]
+    assert main([*argv, "-o", str(again)]) == 0
+    html = again.read_text()
+    section = html[html.index('<section id="whatif">') : html.index('<section id="layers">')]
+    assert section.count("<tr") == 2 + len(want["variants"])  # heading row, base, variants
+    best_row = section[section.index('<tr class="best"') :]
+    assert f">{best['label']}<" in best_row[: best_row.index("</tr>")]
+
 
 def test_report_whatif_bad_input(
     example_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
