@@ -505,6 +505,44 @@ def test_calibrate_and_validate_tables_fit(
             assert "runs" in text.splitlines()[1]
 
 
+def test_published_and_whole_model_tables_fit(
+    published_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``validate --published`` and ``calibrate --from-latencies``: every figure of their
+    JSON whole on its row at 80 and 100 columns."""
+    monkeypatch.setenv("INFERCAST_PUBLISHED_MODELS", str(published_dir))
+    argv = ["validate", "--published"]
+    doc = json_of(argv, tmp_path)
+    for width in (80, 100):
+        code, text = run(argv, monkeypatch, width)
+        assert code == 0
+        assert_fits(text, width)
+        lines = text.splitlines()
+        for r in doc["rows"]:
+            line = next(ln for ln in lines if ln.split() and ln.split()[0] == r["row_id"])
+            assert f"{r['published_s'] * 1e3:.3g}" in line.split()
+            if r["loo_error"] is not None:
+                assert f"{r['loo_error']:+.0%}" in line.split()
+    # whole-model times: 1.3x what the shipped imx8mp-cpu forecasts for three models
+    models = sorted(published_dir.glob("*_int8.tflite"))[:3]
+    assert len(models) == 3
+    csv_file = tmp_path / "times.csv"
+    times = {m: infercast.estimate(m, "imx8mp-cpu").latency_s * 1.3 for m in models}
+    csv_file.write_text("model,ms\n" + "".join(f"{m},{t * 1e3:.6f}\n" for m, t in times.items()))
+    argv = ["calibrate", "-t", "imx8mp-cpu", "--from-latencies", str(csv_file)]
+    code, out = run([*argv, "-o", str(tmp_path / "fit.toml"), "-f", "json"], monkeypatch, None)
+    fit = json.loads(out)
+    for width in (80, 100):
+        code, text = run([*argv, "-o", str(tmp_path / "fit.toml")], monkeypatch, width)
+        assert code == 0
+        assert_fits(text, width)
+        for row in fit["rows"]:
+            m = row["measured_s"]
+            cells = (human_seconds(m), human_seconds(row["fit_s"]))
+            loo = f"{row['loo_s'] / m - 1:+.1%}"
+            assert any(all(c in ln for c in cells) and ln.endswith(loo) for ln in text.splitlines())
+
+
 # --------------------------------------------------------------------------- #
 # Golden tables
 # --------------------------------------------------------------------------- #

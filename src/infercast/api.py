@@ -212,12 +212,15 @@ def estimate(
     memory: MemoryAnalysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
+    threads: int | None = None,
+    clock_hz: float | None = None,
 ) -> EstimateResult:
     """Per-layer latency forecast on ``target``, with what bounds each layer.
 
     ``analysis``, ``placement`` and ``memory`` are the earlier stages' results when
     the caller has them; ``fuse=False`` costs every op as its own kernel;
-    ``params`` overrides the target's numbers.
+    ``params`` overrides the target's numbers; ``threads``: the CPU runtime's thread
+    count (default 1); ``clock_hz``: the main unit's clock when not the file's.
     """
     graph = _graph(model, input_shapes)
     tgt = _target(target) if placement is None else placement.target
@@ -225,7 +228,10 @@ def estimate(
         placement = place(graph, tgt, memory=memory)
     if analysis is None:
         analysis = analyze_graph(graph)
-    fc = forecast(graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params)
+    fc = forecast(
+        graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
+        threads=threads, clock_hz=clock_hz,
+    )  # fmt: skip
     return _upgrade(EstimateResult, fc, analysis=analysis)
 
 

@@ -51,6 +51,14 @@ CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="Out
 OutOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
 ]
+CpuThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        help="CPU threads the runtime runs with (1 to the target CPU's cores; default 1, "
+        "as TFLite's benchmark_model and `infercast bench`).",
+    ),
+]
 TargetOpt = Annotated[
     str,
     typer.Option(

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from infercast.estimate.calibrate import CalibrationResult
+from infercast.estimate.calibrate import (
+    CalibrationResult,
+    LatencyCalibration,
+    loo_median,
+    loo_worst,
+)
 from infercast.report.table import Col, FitTable, Grid, Row, entry
 from infercast.report.text import cell, shown
 from infercast.report.units import human_seconds
@@ -118,4 +123,74 @@ def render_summary(result: CalibrationResult, written_to: str) -> Any:
         FitTable(fitted_grid(result)),
         cell(f"fit RMSPE on its own samples: {f.rmspe:.1%}"),
         FitTable(kernels_grid(result)),
+    )
+
+
+def latency_dict(res: LatencyCalibration) -> dict[str, Any]:
+    """The ``infercast.calibration/1`` document of a whole-model fit."""
+    return {
+        "schema": SCHEMA,
+        "target": res.base.name,
+        "source": "whole-model latencies",
+        "parameters": res.values,
+        "rows": [
+            {"model": n, "measured_s": m, "fit_s": f, "loo_s": lf}
+            for (n, f, m), (_, lf, _) in zip(res.fit, res.loo, strict=True)
+        ],
+        "loo_median_abs_error": loo_median(res.loo),
+        "loo_worst_ratio": loo_worst(res.loo),
+    }
+
+
+def latency_grid(res: LatencyCalibration) -> Grid:
+    """One row per model: measured, the fit's time, its residual, the leave-one-out
+    forecast (the model left out of the fit) and its error."""
+    rows: list[Row] = []
+    for (name, f, m), (_, lf, _) in zip(res.fit, res.loo, strict=True):
+        rows.append(
+            {
+                "model": entry(name, name),
+                "measured": entry(human_seconds(m), m),
+                "fit": entry(human_seconds(f), f),
+                "residual": entry(f"{f / m - 1:+.1%}", f / m - 1),
+                "loo": entry(human_seconds(lf), lf),
+                "loo_error": entry(f"{lf / m - 1:+.1%}", lf / m - 1),
+            }
+        )
+    cols = [
+        Col("model", "model", numeric=False, prio=0, min_width=12),
+        Col("measured", "measured", prio=0),
+        Col("fit", "fit", prio=1),
+        Col("residual", "residual", prio=2, short="resid."),
+        Col("loo", "leave-one-out", prio=1, short="LOO"),
+        Col("loo_error", "LOO error", prio=0, short="LOO err"),
+    ]
+    return Grid(cols, rows, noun="models", more="--format json")
+
+
+def render_latency(res: LatencyCalibration, written_to: str) -> Any:
+    """A rich renderable of a whole-model fit: the fitted values, each model's residual and
+    leave-one-out error (a table that fits the terminal), the leave-one-out summary."""
+    from rich.console import Group
+
+    values = Grid(
+        [
+            Col("key", "fitted value", numeric=False, prio=0, min_width=16, short="key"),
+            Col("value", "value", prio=0),
+        ],
+        [{"key": entry(k, k), "value": entry(f"{v:.4g}", v)} for k, v in res.values.items()],
+        noun="values",
+        more="--format json",
+    )
+    return Group(
+        cell(
+            f"calibrated {res.base.name} on {len(res.fit)} whole-model time(s) -> {written_to}",
+            style="bold",
+        ),
+        FitTable(values),
+        FitTable(latency_grid(res)),
+        cell(
+            f"leave-one-out: median |error| {loo_median(res.loo):.0%}, "
+            f"worst {loo_worst(res.loo):.2f}x"
+        ),
     )
