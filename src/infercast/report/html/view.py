@@ -383,6 +383,11 @@ def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
         f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
         "bounds each layer."
     )
+    if fc.invoke_s > 0:
+        caption += (
+            f" The total includes {human_seconds(fc.invoke_s)} of per-inference call "
+            "overhead that belongs to no layer (grey in the bar below)."
+        )
     if tall:
         caption += (
             f" The axis is cut at {human_seconds(top)}: "
@@ -426,6 +431,18 @@ def bound_split(fc: Forecast) -> list[Mark]:
             }
         )
         x += w
+    call = fc.invoke_s
+    if call > 0:  # the runtime's per-inference call, in no layer
+        out.append(
+            {
+                "x": round(x, 2),
+                "w": round(100.0 * call / total, 2),
+                "cls": "b-call",
+                "label": "per-call",
+                "title": f"per-inference call overhead (no layer): {human_seconds(call)} "
+                f"({call / total:.0%})",
+            }
+        )
     return out
 
 
