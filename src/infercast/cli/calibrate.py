@@ -86,7 +86,7 @@ def calibrate(
     TARGET with plain fitted numbers; use it as --target FILE.
     """
     import infercast.api as api
-    from infercast.report.calibration import summary_text
+    from infercast.report.calibration import render_summary
 
     if sum(bool(x) for x in (runtime, profiles, latencies)) != 1:
         raise InfercastError(
@@ -125,7 +125,7 @@ def calibrate(
     if fmt is CheckFormat.json:
         stdout.json({**result.to_dict(), "file": str(output)})
     else:
-        stdout.text(summary_text(result, str(output)))
+        stdout.rich(render_summary(result, str(output)))
 
 
 def _vx_logs(profiles: list[Path]) -> bool:
@@ -153,7 +153,7 @@ def _whole_model(
     fmt: CheckFormat,
 ) -> None:
     from infercast.estimate.calibrate import calibrate_latencies, read_latencies, vx_log_rows
-    from infercast.report.calibration import latency_dict, latency_text
+    from infercast.report.calibration import latency_dict, render_latency
 
     if latencies is not None:
         rows = read_latencies(latencies)
@@ -173,4 +173,4 @@ def _whole_model(
     if fmt is CheckFormat.json:
         Output(None).json({**latency_dict(res), "file": written})
     else:
-        Output(None).text(latency_text(res, written))
+        Output(None).rich(render_latency(res, written))

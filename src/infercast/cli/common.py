@@ -197,7 +197,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def progress(msg: str) -> None:
-    print(f"infercast: {msg}", file=sys.stderr, flush=True)
+    """A status line on stderr (model strings in ``msg`` escaped)."""
+    from infercast.report.text import one_line
+
+    print(f"infercast: {one_line(msg)}", file=sys.stderr, flush=True)
 
 
 def exit_if_incomplete(message: str | None) -> None:
