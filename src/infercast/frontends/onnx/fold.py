@@ -25,8 +25,8 @@ The model is a stranger's, so every evaluation is bounded *before* it runs:
 * all evaluations together touch at most :data:`MAX_TOTAL_ELEMENTS` elements
   and take at most :data:`MAX_SECONDS`;
 
-and the whole pass runs in a sandbox with its own time and memory limits
-(``reader.py``).
+and the whole pass runs in the isolated worker (infercast.isolation) with its own
+time and memory limits (``reader.py``).
 """
 
 from __future__ import annotations

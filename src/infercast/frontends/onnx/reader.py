@@ -39,9 +39,8 @@ from infercast.errors import (
 )
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
-from infercast.isolation import IsolatedError
+from infercast.isolation import IsolatedError, Limits, call_worker
 from infercast.ops.registry import get_handler, registered_ops
-from infercast.sandbox import WorkerLimits, call_worker
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -428,7 +427,7 @@ def _build(
     _strip_weight_data(g)
     notes: list[str] = []
     _fix_inputs(path, model, input_shapes, notes)
-    shapes, declared_only = _sandboxed_shapes(model, notes)
+    shapes, declared_only = _isolated_shapes(model, notes)
     opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
     meta = {
         "ir_version": str(model.ir_version),
@@ -496,16 +495,16 @@ def _fix_inputs(path: str, model: Any, input_shapes: Mapping[str, Shape], notes:
         )
 
 
-ONNX_LIMITS = WorkerLimits(time_s=12.0, memory_bytes=768 << 20)
+ONNX_LIMITS = Limits(timeout_s=12.0, memory_bytes=768 << 20, cpu_s=12.0)
 """Time and memory ONNX's shape inference and constant folding may take on one model."""
 
 Packed = dict[str, Any]
 
 
-def _sandboxed_shapes(
+def _isolated_shapes(
     model: Any, notes: list[str]
 ) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
-    """:func:`_inferred_shapes` in the sandboxed worker. ONNX's C++ shape inference and
+    """:func:`_inferred_shapes` in the isolated worker. ONNX's C++ shape inference and
     its reference evaluator execute the file's content (a mutated model crashes the
     former with SIGSEGV; folding can be asked for gigabytes): a failure there leaves the
     shapes the file declares, for the op rules to complete, and a note."""
@@ -528,7 +527,7 @@ def _sandboxed_shapes(
 
 
 def _inferred_shapes_packed(blob: bytes) -> Packed:
-    """In the sandbox: :func:`_inferred_shapes` of the model in ``blob``, as JSON."""
+    """In the isolated worker: :func:`_inferred_shapes` of the model in ``blob``, as JSON."""
     notes: list[str] = []
     shapes, declared_only = _inferred_shapes(_onnx().load_model_from_string(blob), notes)
     return {
@@ -539,7 +538,7 @@ def _inferred_shapes_packed(blob: bytes) -> Packed:
 
 
 def _strict_inference(blob: bytes) -> bool:
-    """In the sandbox: ONNX's strict shape inference accepts the model (else it raises)."""
+    """In the isolated worker: ONNX's strict shape inference accepts the model (else it raises)."""
     onnx = _onnx()
     model = onnx.load_model_from_string(blob)
     onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
@@ -588,7 +587,7 @@ def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> 
         init_names = {t.name for t in trial.graph.initializer}
         inputs = [vi for vi in trial.graph.input if vi.name not in init_names]
         _set_input_shapes(trial, shapes, inputs)
-        call_worker(  # ONNX's C++ inference on a stranger's file: in the sandbox
+        call_worker(  # ONNX's C++ inference on a stranger's file: isolated
             f"{__name__}:_strict_inference",
             blob=trial.SerializeToString(),
             limits=ONNX_LIMITS,

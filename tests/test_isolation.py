@@ -1,6 +1,6 @@
-"""The sandboxed worker (infercast.sandbox): a crash, a hang, a memory bomb or an
-exception in the worker is an IsolatedError of the right kind, and the next call
-gets a fresh worker; answers are JSON."""
+"""The isolated worker (infercast.isolation, long-lived and fresh): a crash, a hang,
+a memory bomb or an exception in the worker is an IsolatedError of the right kind,
+and the next call gets a fresh worker; answers are JSON."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from infercast.isolation import IsolatedError
-from infercast.sandbox import WorkerLimits, call_worker
+from infercast.isolation import IsolatedError, Limits, call_worker, run_isolated
 
-FAST = WorkerLimits(time_s=5.0, memory_bytes=512 << 20)
+FAST = Limits(timeout_s=5.0, memory_bytes=512 << 20)
 
 
 def test_answers_are_json_and_the_worker_is_reused() -> None:
@@ -42,7 +41,7 @@ def test_answers_are_json_and_the_worker_is_reused() -> None:
 def test_failures_have_a_kind_and_the_next_call_works(
     target: str, args: list[object], kind: str, says: str
 ) -> None:
-    limits = WorkerLimits(time_s=2.0, memory_bytes=512 << 20)
+    limits = Limits(timeout_s=2.0, memory_bytes=512 << 20)
     t0 = time.perf_counter()
     with pytest.raises(IsolatedError) as exc:
         call_worker(target, *args, limits=limits, what="the step")
@@ -53,7 +52,7 @@ def test_failures_have_a_kind_and_the_next_call_works(
 
 
 def test_memory_bomb_is_stopped_by_the_address_space_limit() -> None:
-    limits = WorkerLimits(time_s=10.0, memory_bytes=256 << 20)
+    limits = Limits(timeout_s=10.0, memory_bytes=256 << 20)
     with pytest.raises(IsolatedError) as exc:
         call_worker("os:urandom", 1 << 30, limits=limits, what="the step")  # 1 GiB
     assert exc.value.kind == "memory"
@@ -93,7 +92,7 @@ def test_the_worker_dies_with_its_parent() -> None:
     pid = os.fork()
     if pid == 0:  # a command that starts a 20-minute step
         try:
-            call_worker("time:sleep", 1200, limits=WorkerLimits(time_s=1200))
+            call_worker("time:sleep", 1200, limits=Limits(timeout_s=1200))
         finally:
             os._exit(0)
     deadline = time.monotonic() + 30
@@ -121,7 +120,7 @@ def test_the_worker_dies_with_its_parent() -> None:
 def test_worker_runs_under_inherited_cpu_and_address_space_limits() -> None:
     """`ulimit -t` / `prlimit --as` on the command: the worker keeps those limits (it may
     not raise a hard limit) and still answers."""
-    code = "from infercast.sandbox import call_worker\nprint(call_worker('math:hypot', 3, 4))\n"
+    code = "from infercast.isolation import call_worker\nprint(call_worker('math:hypot', 3, 4))\n"
 
     def caps() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (120, 125))
@@ -133,3 +132,33 @@ def test_worker_runs_under_inherited_cpu_and_address_space_limits() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "5.0"
+
+
+@pytest.mark.parametrize(
+    ("target", "payload", "kind", "says"),
+    [
+        ("ctypes:string_at", 0, "crashed", "SIGSEGV"),
+        ("time:sleep", 30, "timeout", "did not finish within 3 s"),
+        ("json:loads", "{not json", "failed", "Expecting property name"),
+        ("os:urandom", 3 << 30, "memory", "needed more than its 1 GiB of memory"),
+        ("os:abort", None, "failed", "takes no arguments"),
+    ],
+)
+def test_a_fresh_child_fails_the_same_ways(
+    target: str, payload: object, kind: str, says: str
+) -> None:
+    """run_isolated (a fresh interpreter, for runtimes with threads) is the same child
+    protocol under the same limits as the long-lived worker."""
+    t0 = time.perf_counter()
+    with pytest.raises(IsolatedError) as exc:
+        run_isolated(target, payload, Limits(timeout_s=3.0, memory_bytes=1 << 30), what="the step")
+    assert exc.value.kind == kind
+    assert says in str(exc.value) and str(exc.value).startswith("the step ")
+    assert time.perf_counter() - t0 < 15
+
+
+def test_a_fresh_childs_chatter_never_reaches_ours(capfd: pytest.CaptureFixture[str]) -> None:
+    chatter = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\nmore\n"
+    assert run_isolated("builtins:print", chatter) is None
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
