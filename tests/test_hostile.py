@@ -21,7 +21,6 @@ from fuzz_driver import ForkServer, run_subprocess, violations
 from make_hostile import CASES, LARGE, OUT, Case, make_large, write_all
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "mobilenet_v2_int8.tflite"
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +41,8 @@ def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def _argv(case: Case, d: Path) -> list[str]:
-    f = str(d / case.name)
-    sub = {"{f}": f, "{ex}": str(EXAMPLE), "{onnx}": str(d / "valid_conv.onnx")}
-    return [sub.get(a, a).replace("{d}", str(d)) for a in case.argv]
-
-
 def _check(server: ForkServer, case: Case, d: Path) -> None:
-    argv = _argv(case, d)
+    argv = case.argv_in(d)
     inputs = [a for a in argv if Path(a).is_file()]  # each must be unchanged afterwards
     o = server.run(argv, inputs=inputs, cwd=d)
     why = violations(o, json_out=case.json_out)
@@ -86,6 +79,6 @@ def test_reproducer_as_a_real_process(hostile_dir: Path, name: str) -> None:
     """The crash, hang and FIFO classes end the same in a real ``python -m infercast``
     under the same limits as in the fork server (no state shared with a parent)."""
     for case in (c for c in CASES if c.name == name):
-        o = run_subprocess(_argv(case, hostile_dir), cwd=hostile_dir, src=REPO / "src")
+        o = run_subprocess(case.argv_in(hostile_dir), cwd=hostile_dir, src=REPO / "src")
         assert not violations(o, json_out=case.json_out), (case.issue, o.stderr)
         assert o.rc in case.rcs, (case.issue, o.rc, o.stderr)

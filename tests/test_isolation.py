@@ -67,25 +67,6 @@ def test_chatter_on_stderr_never_reaches_ours(capfd: pytest.CaptureFixture[str])
     assert out == "" and err == ""
 
 
-def test_isolated_run_starts_under_an_inherited_address_space_limit(tmp_path: Path) -> None:
-    """`prlimit --as=1.5G infercast ...`: the LiteRT child asks for more than the parent
-    has; it used to fail to start (SubprocessError, reported as a corrupt file)."""
-    code = (
-        "from infercast.isolation import Limits, run_isolated\n"
-        "print(run_isolated('math:sqrt', 16.0, Limits(timeout_s=60, memory_bytes=16 << 30)))\n"
-    )
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, preexec_fn=cap
-    )
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "4.0"
-
-
 def test_the_worker_dies_with_its_parent() -> None:
     """A command killed at its time bound (or by Ctrl-C) leaves no computation on a
     stranger's model running: the worker gets SIGKILL when its parent dies."""
@@ -117,21 +98,33 @@ def test_the_worker_dies_with_its_parent() -> None:
     assert state in ("Z", "gone"), state  # dead (a zombie until init reaps it)
 
 
-def test_worker_runs_under_inherited_cpu_and_address_space_limits() -> None:
-    """`ulimit -t` / `prlimit --as` on the command: the worker keeps those limits (it may
-    not raise a hard limit) and still answers."""
-    code = "from infercast.isolation import call_worker\nprint(call_worker('math:hypot', 3, 4))\n"
+@pytest.mark.parametrize(
+    ("code", "printed"),
+    [
+        ("print(call_worker('math:hypot', 3, 4))", "5.0"),
+        (
+            "print(run_isolated('math:sqrt', 16.0, Limits(timeout_s=60, memory_bytes=16 << 30)))",
+            "4.0",
+        ),
+    ],
+    ids=["worker", "fresh"],
+)
+def test_children_run_under_inherited_cpu_and_address_space_limits(code: str, printed: str) -> None:
+    """`ulimit -t` / `prlimit --as=3G` on the command: both children keep those limits
+    (they may not raise a hard limit) and still answer. The fresh LiteRT child asking
+    for 16 GiB under 3 GiB used to fail to start (reported as a corrupt file)."""
 
     def caps() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (120, 125))
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    code = "from infercast.isolation import Limits, call_worker, run_isolated\n" + code
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, preexec_fn=caps
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "5.0"
+    assert r.stdout.strip() == printed
 
 
 @pytest.mark.parametrize(

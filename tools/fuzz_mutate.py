@@ -41,6 +41,19 @@ def _pick(rng: random.Random, seq: list[Any]) -> Any:
     return seq[rng.randrange(len(seq))]
 
 
+def _set_index(rng: random.Random, obj: Any, attr: str, values: list[int], p: float) -> None:
+    """Replace one tensor index of ``obj.attr`` (with probability ``p``) or append one."""
+    import numpy as np
+
+    vec = list(getattr(obj, attr) if getattr(obj, attr) is not None else [])
+    v = _pick(rng, values)
+    if vec and rng.random() < p:
+        vec[rng.randrange(len(vec))] = v
+    else:
+        vec.append(v)
+    setattr(obj, attr, np.array(vec, dtype=np.int32))
+
+
 # --------------------------------------------------------------------------- #
 # Bytes
 # --------------------------------------------------------------------------- #
@@ -129,15 +142,8 @@ def _tflite_field(model: Any, rng: random.Random) -> str:
     if choice in (4, 5) and ops:
         op = _pick(rng, ops)
         attr = "inputs" if choice == 4 else "outputs"
-        vec = list(getattr(op, attr) if getattr(op, attr) is not None else [])
-        v = _pick(
-            rng, [-1, len(tensors), len(tensors) + 5, 2**31 - 1, rng.randrange(len(tensors) or 1)]
-        )
-        if vec and rng.random() < 0.8:
-            vec[rng.randrange(len(vec))] = v
-        else:
-            vec.append(v)
-        setattr(op, attr, np.array(vec, dtype=np.int32))
+        n = len(tensors)
+        _set_index(rng, op, attr, [-1, n, n + 5, 2**31 - 1, rng.randrange(n or 1)], 0.8)
         return f"operator {attr}"
     if choice == 6 and ops:
         _pick(rng, ops).opcodeIndex = _pick(rng, [len(model.operatorCodes or []), 2**31 - 1, 0])
@@ -165,13 +171,7 @@ def _tflite_field(model: Any, rng: random.Random) -> str:
         return f"option {k}"
     if choice == 9:
         attr = _pick(rng, ["inputs", "outputs"])
-        vec = list(getattr(sg, attr) if getattr(sg, attr) is not None else [])
-        v = _pick(rng, [-1, len(tensors), rng.randrange(len(tensors) or 1)])
-        if vec and rng.random() < 0.7:
-            vec[rng.randrange(len(vec))] = v
-        else:
-            vec.append(v)
-        setattr(sg, attr, np.array(vec, dtype=np.int32))
+        _set_index(rng, sg, attr, [-1, len(tensors), rng.randrange(len(tensors) or 1)], 0.7)
         return f"subgraph {attr}"
     if choice == 10 and ops:
         k = rng.randrange(3)

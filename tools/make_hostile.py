@@ -576,6 +576,15 @@ class Case:
     json_out: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def argv_in(self, d: Path) -> list[str]:
+        """The command line with the file in directory ``d``."""
+        sub = {
+            "{f}": str(d / self.name),
+            "{ex}": str(EXAMPLE),
+            "{onnx}": str(d / "valid_conv.onnx"),
+        }
+        return [sub.get(a, a).replace("{d}", str(d)) for a in self.argv]
+
 
 A = ("analyze", "{f}", "-f", "json")
 CASES: list[Case] = [

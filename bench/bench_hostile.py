@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Wall time and peak memory of the CLI on every hostile reproducer, as real processes.
+
+Usage::
+
+    python bench/bench_hostile.py [--top 10]
+
+Every case of ``tools/make_hostile.py`` (the committed files of
+``tests/data/hostile/`` and the large ones, made in a scratch directory) runs as
+``python -m infercast ...`` under the contract's bounds (``RLIMIT_AS`` 1.5 GiB,
+killed at 20 s; ``tools/fuzz_driver.py``). Printed: each case's exit code, wall
+time and peak RSS (``wait4``: the largest of the CLI process and the isolated
+children it waited for), the slowest and largest cases, and the maxima. The
+wall time includes the interpreter's start and imports, and on a shared
+machine the wait for a core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from fuzz_driver import MEMORY_BYTES, TIME_S  # noqa: E402
+from make_hostile import CASES, LARGE, OUT, make_large  # noqa: E402
+
+
+def run(argv: list[str], cwd: Path) -> tuple[int | None, float, int]:
+    """(exit code or None when killed or signalled, wall s, peak RSS bytes)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.setpgid(0, 0)
+
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "infercast", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        preexec_fn=limits,
+    )
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+    timer = threading.Timer(TIME_S, kill)
+    timer.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    timer.cancel()
+    wall = time.perf_counter() - t0
+    p.returncode = 0  # reaped here
+    rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    return rc, wall, int(usage.ru_maxrss) * 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--top", type=int, default=8)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        for p in OUT.iterdir():
+            shutil.copyfile(p, d / p.name)
+        for name in LARGE:
+            make_large(name, d)
+        rows = []
+        for case in CASES:
+            rc, wall, rss = run(case.argv_in(d), d)
+            rows.append((case, rc, wall, rss))
+            print(f"{case.name:42} {case.argv[0]:9} rc={rc} {wall:6.2f} s {rss / 2**20:7.0f} MiB")
+    print(f"\n{len(rows)} runs of {len({c.name for c, *_ in rows})} reproducers")
+    print(f"slowest {args.top}:")
+    for case, rc, wall, _ in sorted(rows, key=lambda r: -r[2])[: args.top]:
+        print(f"  {wall:6.2f} s  rc={rc}  {case.name} ({case.issue})")
+    print(f"largest {args.top}:")
+    for case, rc, _, rss in sorted(rows, key=lambda r: -r[3])[: args.top]:
+        print(f"  {rss / 2**20:6.0f} MiB  rc={rc}  {case.name} ({case.issue})")
+    bad = [c.name for c, rc, *_ in rows if rc not in c.rcs]
+    print(
+        f"max wall {max(r[2] for r in rows):.2f} s, max RSS {max(r[3] for r in rows) / 2**20:.0f} "
+        f"MiB; bounds {TIME_S:g} s, {MEMORY_BYTES / 2**20:.0f} MiB; exit codes off: {bad or 'none'}"
+    )
+
+
+if __name__ == "__main__":
+    main()
