@@ -128,11 +128,12 @@ def _dataclass(
                 ok = ok and value is not _BAD
                 found[m.group(1)] = value
         kwargs[f.name] = found
+    extra_hint = "".join(f"; {f.name} keys are {f.metadata['keys']}" for f in patterns)
     for k in table:
         if k in known or any(f.metadata["pattern"].match(k) for f in patterns):
             continue
-        extra_hint = "".join(f"; {f.name} keys are {f.metadata['keys']}" for f in patterns)
         ctx.errs.add(prefix + k, f"is not a known key{_suggest(k, known, extra_hint)}")
+        extra_hint = ""  # said once per table
     return cls(**kwargs) if ok else _BAD
 
 
