@@ -155,3 +155,12 @@ def test_a_fresh_childs_chatter_never_reaches_ours(capfd: pytest.CaptureFixture[
     assert run_isolated("builtins:print", chatter) is None
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_a_child_that_cannot_start_is_an_isolated_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(IsolatedError) as exc:
+        run_isolated("math:sqrt", 4.0, what="LiteRT")
+    assert exc.value.kind == "crashed" and str(exc.value).startswith("LiteRT could not start")
+    assert len(os.listdir("/proc/self/fd")) == before  # no pipe left open

@@ -273,50 +273,65 @@ class _Child:
     """A child that answers requests on a pipe: forked from this process, or a fresh
     interpreter (``fresh``)."""
 
-    def __init__(self, limits: Limits, *, fresh: bool = False) -> None:
+    def __init__(self, limits: Limits, *, fresh: bool = False, what: str = "") -> None:
         self.limits = limits
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child
         to_child, self.to_w = os.pipe()
         self.from_w, to_parent = os.pipe()
         self.proc: subprocess.Popen[bytes] | None = None
         self.calls = 0
-        if fresh:
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "infercast.isolation", str(to_child), str(to_parent)],
-                stdin=subprocess.DEVNULL,
-                stdout=self.err,
-                stderr=self.err,
-                env=env,
-                pass_fds=(to_child, to_parent),
-                start_new_session=True,
-                preexec_fn=lambda: _set_limits(limits.memory_bytes, 0),
+        try:
+            self.pid = (
+                self._spawn(to_child, to_parent) if fresh else self._fork(to_child, to_parent)
             )
-            self.pid = self.proc.pid
-        else:
-            base = _address_space()
-            self.pid = _fork()
-            if self.pid == 0:  # pragma: no cover - the worker
-                code = 0
-                try:
-                    os.close(self.to_w)
-                    os.close(self.from_w)
-                    import faulthandler
+        except (OSError, subprocess.SubprocessError) as exc:  # no process (EAGAIN, ENOMEM)
+            for fd in (self.to_w, self.from_w):
+                os.close(fd)
+            self.err.close()
+            msg = f"{what or 'the isolated step'} could not start: {exc}"
+            raise IsolatedError(msg, "crashed") from None
+        finally:
+            os.close(to_child)
+            os.close(to_parent)
 
-                    faulthandler.disable()  # a crash is the parent's to report, on one line
-                    signal.signal(signal.SIGINT, signal.SIG_DFL)
-                    _set_limits(limits.memory_bytes, base)
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    os.dup2(null, 0)
-                    os.dup2(self.err.fileno(), 1)
-                    os.dup2(self.err.fileno(), 2)
-                    _serve(to_child, to_parent, self.err.fileno())
-                except BaseException:
-                    code = 70
-                os._exit(code)
-        os.close(to_child)
-        os.close(to_parent)
+    def _spawn(self, to_child: int, to_parent: int) -> int:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))
+        memory_bytes = self.limits.memory_bytes
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "infercast.isolation", str(to_child), str(to_parent)],
+            stdin=subprocess.DEVNULL,
+            stdout=self.err,
+            stderr=self.err,
+            env=env,
+            pass_fds=(to_child, to_parent),
+            start_new_session=True,
+            preexec_fn=lambda: _set_limits(memory_bytes, 0),
+        )
+        return self.proc.pid
+
+    def _fork(self, to_child: int, to_parent: int) -> int:
+        base = _address_space()
+        pid = _fork()
+        if pid != 0:
+            return pid
+        code = 0  # pragma: no cover - from here on, the worker
+        try:
+            os.close(self.to_w)
+            os.close(self.from_w)
+            import faulthandler
+
+            faulthandler.disable()  # a crash is the parent's to report, on one line
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _set_limits(self.limits.memory_bytes, base)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(self.err.fileno(), 1)
+            os.dup2(self.err.fileno(), 2)
+            _serve(to_child, to_parent, self.err.fileno())
+        except BaseException:
+            code = 70
+        os._exit(code)
 
     def call(
         self,
@@ -417,7 +432,7 @@ def call_worker(
     if worker is None or not worker.alive:
         if worker is not None and worker.pid:
             worker.close(kill=True)
-        worker = _WORKERS[limits] = _Child(limits)
+        worker = _WORKERS[limits] = _Child(limits, what=what)
     try:
         return worker.call(target, list(args), blob, what)
     finally:
@@ -443,7 +458,7 @@ def run_isolated(
     limits = limits or Limits()
     if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
         return _in_process(target, (payload,))
-    child = _Child(limits, fresh=True)
+    child = _Child(limits, fresh=True, what=what)
     try:
         return child.call(target, [payload], None, what, extra_path)
     finally:
