@@ -752,6 +752,12 @@ CASES += [
 
 FUZZ_FINDS: list[Case] = [
     Case(
+        "fuzz_tflite_check_fit_unknown.tflite",
+        ("check", "{f}", "-t", "imx8mp-npu-vx", "-f", "json"),
+        (4,),
+        issue="fuzzer: check's exit 4 (fit unknown, tensors of unknown size): no stderr line",
+    ),
+    Case(
         "fuzz_onnx_inference_segv.onnx",
         (*A, "--memory-plan"),
         (0, 2, 4),

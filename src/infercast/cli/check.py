@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from infercast.cli.common import (
+    EXIT_INCOMPLETE,
     CheckFormat,
     CheckFormatOpt,
     ColumnsOpt,
@@ -13,6 +14,7 @@ from infercast.cli.common import (
     SortOpt,
     TargetOpt,
     TopNOpt,
+    exit_if_incomplete,
     table_options,
 )
 
@@ -37,7 +39,7 @@ def check(
     """
     import infercast.api as api
     from infercast.frontends import parse_input_shapes
-    from infercast.report.placement import render_table
+    from infercast.report.placement import incomplete_message, render_table
 
     opts = table_options(columns, sort, top)
     tgt = api.load_target(target)
@@ -47,5 +49,7 @@ def check(
         out.json(result.to_dict())
     else:
         out.rich(render_table(result, opts))
+    if result.exit_code == EXIT_INCOMPLETE:
+        exit_if_incomplete(incomplete_message(result))
     if result.exit_code:
         raise SystemExit(result.exit_code)
