@@ -8,7 +8,9 @@ Usage::
 Every case of ``tools/make_hostile.py`` (the committed files of
 ``tests/data/hostile/`` and the large ones, made in a scratch directory) runs as
 ``python -m infercast ...`` under the contract's bounds (``RLIMIT_AS`` 1.5 GiB,
-killed at 20 s; ``tools/fuzz_driver.py``). Printed: each case's exit code, wall
+killed at 20 s; ``tools/fuzz_driver.py``), and so does the largest model accepted:
+a chain of ``MAX_NODES`` ONNX Relu nodes through analyze, estimate, check and
+report (``--no-cap`` leaves these out). Printed: each case's exit code, wall
 time and peak RSS (``wait4``: the largest of the CLI process and the isolated
 children it waited for), the slowest and largest cases, and the maxima. The
 wall time includes the interpreter's start and imports, and on a shared
@@ -34,7 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 from fuzz_driver import MEMORY_BYTES, TIME_S  # noqa: E402
-from make_hostile import CASES, LARGE, OUT, make_large  # noqa: E402
+from infercast.errors import MAX_NODES  # noqa: E402
+from make_hostile import CASES, LARGE, OUT, Case, make_large, onnx_many_nodes  # noqa: E402
 
 
 def run(argv: list[str], cwd: Path) -> tuple[int | None, float, int]:
@@ -74,15 +77,32 @@ def run(argv: list[str], cwd: Path) -> tuple[int | None, float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--no-cap", action="store_true", help="leave out the MAX_NODES model")
     args = ap.parse_args()
+    cases = list(CASES)
+    if not args.no_cap:
+        cap = "onnx_max_nodes.onnx"
+        cases += [
+            Case(cap, ("analyze", "{f}", "-f", "json"), (0,), issue="MAX_NODES nodes"),
+            Case(cap, ("estimate", "{f}", "-t", "rpi4-cpu", "-f", "json"), (0,), issue="MAX_NODES"),
+            Case(cap, ("check", "{f}", "-t", "rpi4-cpu", "-f", "json"), (0,), issue="MAX_NODES"),
+            Case(
+                cap,
+                ("report", "{f}", "-t", "rpi4-cpu", "-o", "{d}/r.html"),
+                (0,),
+                issue="MAX_NODES",
+            ),
+        ]
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         for p in OUT.iterdir():
             shutil.copyfile(p, d / p.name)
         for name in LARGE:
             make_large(name, d)
+        if not args.no_cap:
+            (d / "onnx_max_nodes.onnx").write_bytes(onnx_many_nodes(MAX_NODES))
         rows = []
-        for case in CASES:
+        for case in cases:
             rc, wall, rss = run(case.argv_in(d), d)
             rows.append((case, rc, wall, rss))
             print(f"{case.name:42} {case.argv[0]:9} rc={rc} {wall:6.2f} s {rss / 2**20:7.0f} MiB")

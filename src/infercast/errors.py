@@ -20,9 +20,13 @@ class InfercastError(Exception):
         return printable(text)
 
 
-MAX_NODES = 150_000
-"""Most operators (all subgraphs together) a model may have (issue 9 asks 100,000 in 10 s;
-a 4 MB file can hold 150,000): past this, no edge model but a command running for minutes."""
+MAX_NODES = 100_000
+"""Most operators (all subgraphs together) a model may have. Issue 9 asks 100,000 in
+10 s and 1 GB; issue 14 bounds every command at 20 s and 1.5 GiB. A chain of 140,000
+ONNX Relu nodes (3.4 MB) took 13.9 s of CPU and 1.29 GB for ``analyze -f json``
+(44 s of wall on the loaded 2-core build machine); 100,000 took 9.2 s and 0.96 GB
+(``bench/bench_hostile.py`` runs the largest accepted model). No edge model comes
+near: past this, a crafted file or a command running for minutes."""
 
 
 def too_many_nodes(path: str, n: int) -> ModelFileError:
