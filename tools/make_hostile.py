@@ -500,6 +500,12 @@ def _ort_profile(dur: str = "60", extra: str = "") -> str:
     return "[\n" + ",\n".join(events) + extra + "\n]\n"
 
 
+def profile_ort_many_ops(n: int = 300_000) -> str:
+    """An ORT trace (13 MB) naming ``n`` distinct kernels: a row and a median each."""
+    ev = '{"cat": "Node", "name": "n%d_kernel_time", "ts": %d, "dur": 1}'
+    return "[\n" + ",\n".join(ev % (i, i + 1) for i in range(n)) + "\n]\n"
+
+
 PROFILES: dict[str, str] = {
     "profile_ort_nan.json": _ort_profile("NaN"),
     "profile_ort_negative.json": _ort_profile("-5000"),
@@ -562,8 +568,10 @@ DERIVED: dict[str, Callable[[], bytes]] = {
     "tflite_aliased_tensors.tflite": tflite_aliased_tensors,
     "onnx_many_nodes.onnx": onnx_many_nodes,
     "onnx_constant_200mb.onnx": lambda: onnx_constant_big(200),
+    "profile_ort_many_ops.json": lambda: profile_ort_many_ops().encode(),
 }
-"""Made at test time (:func:`make_large`): 4 MB edits of the bundled example, 200 MB."""
+"""Made at test time (:func:`make_large`): 4 MB edits of the bundled example, 200 MB,
+13 MB of profile."""
 
 
 @dataclass(frozen=True)
@@ -707,6 +715,13 @@ CASES += [
         issue="new: 100,001 nodes in a 2.4 MB file (200,000 took minutes)",
     ),
     Case("onnx_constant_200mb.onnx", A, (0,), issue="200 MB Constant node read whole (1.24 GB)"),
+    Case(
+        "profile_ort_many_ops.json",
+        ("profile", "import", "{f}", "--model", "{onnx}", "-f", "json"),
+        (2,),
+        "operators",
+        issue="new: a trace naming 300,000 kernels (17 s of CPU, 1.4 GB)",
+    ),
     Case(
         "target_chain_1200.toml",
         ("estimate", "{onnx}", "-t", "{f}", "-f", "json"),

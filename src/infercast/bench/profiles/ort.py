@@ -28,6 +28,7 @@ from infercast.bench.profiles.base import (
     OpTime,
     Profile,
     ProfileFormatError,
+    check_op_count,
     check_profile,
     number,
     read_text,
@@ -99,6 +100,7 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
             if str(e["name"]) == first or not per_run:
                 per_run.append({})
             _add(per_run[-1], names, info, e, where)
+    check_op_count(len(names), where)  # before a median per name
     n_runs = len(per_run)
     skip = min(skip_runs, n_runs - 1) if n_runs > 1 else 0
     kept = per_run[skip:]
