@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from infercast.errors import InfercastError
+from infercast.files import write_atomic
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -165,35 +164,6 @@ def _refuse_unsafe(path: Path, inputs: list[Path]) -> None:
         raise InfercastError(
             f"-o {path} is not a regular file", "give the path of a file to create or replace"
         )
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a temporary file in the same directory."""
-    real = Path(os.path.realpath(path))
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    except OSError as exc:
-        raise InfercastError(f"cannot write {path}: {exc.strerror}") from exc
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-        tmp = None
-    except OSError as exc:
-        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def progress(msg: str) -> None:
