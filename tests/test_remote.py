@@ -35,6 +35,8 @@ from sshd_board import SshBoard, ssh_board
 
 FAST = TimingConfig(warmup_runs=2, warmup_time_s=0.0, min_runs=10, min_time_s=0.3)
 BENCH = Path(__file__).resolve().parents[1] / "src" / "infercast" / "bench"
+A_MINUTE = ("--min-time", "60", "--max-time", "60")
+"""Timing options of a run that lasts a minute: one that is still going when it is stopped."""
 
 
 @pytest.fixture(scope="module")
@@ -415,19 +417,7 @@ def test_timeout_kills_the_run_on_the_board(board: SshBoard, edge_dir: Path) -> 
     model = edge_dir / "convs_5x5_7x7.tflite"
     t0 = time.monotonic()
     r = _cli(
-        board,
-        "bench",
-        str(model),
-        "--remote",
-        "loop",
-        "--min-time",
-        "60",
-        "--max-time",
-        "60",
-        "--timeout",
-        "3",
-        "-f",
-        "json",
+        board, "bench", str(model), "--remote", "loop", *A_MINUTE, "--timeout", "3", "-f", "json"
     )
     assert r.returncode == 3 and time.monotonic() - t0 < 60
     assert "timeout" in _one_line(r)
@@ -452,19 +442,7 @@ def test_runner_killed_mid_run(board: SshBoard, edge_dir: Path) -> None:
     box: dict[str, subprocess.CompletedProcess[str]] = {}
 
     def go() -> None:
-        box["r"] = _cli(
-            board,
-            "bench",
-            str(model),
-            "--remote",
-            "loop",
-            "--min-time",
-            "60",
-            "--max-time",
-            "60",
-            "-f",
-            "json",
-        )
+        box["r"] = _cli(board, "bench", str(model), "--remote", "loop", *A_MINUTE, "-f", "json")
 
     t = threading.Thread(target=go)
     t.start()
@@ -492,10 +470,7 @@ def test_host_going_away_cleans_the_board(board: SshBoard, edge_dir: Path) -> No
             str(model),
             "--remote",
             "loop",
-            "--min-time",
-            "60",
-            "--max-time",
-            "60",
+            *A_MINUTE,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
