@@ -10,11 +10,11 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    Output,
     SortOpt,
     TargetOpt,
     TopNOpt,
     exit_if_incomplete,
+    load_on_target,
     table_options,
 )
 
@@ -38,17 +38,12 @@ def check(
     the partially mapped ones.
     """
     import infercast.api as api
-    from infercast.frontends import parse_input_shapes
     from infercast.report.placement import incomplete_message, render_table
 
     opts = table_options(columns, sort, top)
-    tgt = api.load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    result = api.check(api.load(model, parse_input_shapes(input_shape or [])), tgt)
-    if fmt is CheckFormat.json:
-        out.json(result.to_dict())
-    else:
-        out.rich(render_table(result, opts))
+    graph, tgt, out = load_on_target(model, input_shape, target, output)
+    result = api.check(graph, tgt)
+    out.result(fmt, result.to_dict, lambda: render_table(result, opts))
     if result.exit_code == EXIT_INCOMPLETE:
         exit_if_incomplete(incomplete_message(result))
     if result.exit_code:
