@@ -3,75 +3,34 @@
 
 Usage::
 
-    python bench/bench_hostile.py [--top 10]
+    python bench/bench_hostile.py [--top 10] [--no-cap]
 
 Every case of ``tools/make_hostile.py`` (the committed files of
 ``tests/data/hostile/`` and the large ones, made in a scratch directory) runs as
 ``python -m infercast ...`` under the contract's bounds (``RLIMIT_AS`` 1.5 GiB,
-killed at 20 s; ``tools/fuzz_driver.py``), and so does the largest model accepted:
-a chain of ``MAX_NODES`` ONNX Relu nodes through analyze, estimate, check and
-report (``--no-cap`` leaves these out). Printed: each case's exit code, wall
-time and peak RSS (``wait4``: the largest of the CLI process and the isolated
-children it waited for), the slowest and largest cases, and the maxima. The
-wall time includes the interpreter's start and imports, and on a shared
-machine the wait for a core.
+killed at 20 s; ``fuzz_driver.run_subprocess``) and is checked against the
+contract; so does the largest model accepted, a chain of ``MAX_NODES`` ONNX Relu
+nodes, through analyze, estimate, check and report (``--no-cap`` leaves these
+out). Printed: each case's exit code, wall time and peak RSS (``wait4``: the
+largest of the CLI process and the isolated children it waited for), the
+slowest and largest cases, and the maxima. The wall time includes the
+interpreter's start and imports, and on a shared machine the wait for a core.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import resource
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
-from fuzz_driver import MEMORY_BYTES, TIME_S  # noqa: E402
+from fuzz_driver import MEMORY_BYTES, TIME_S, run_subprocess, violations  # noqa: E402
 from infercast.errors import MAX_NODES  # noqa: E402
 from make_hostile import CASES, LARGE, OUT, Case, make_large, onnx_many_nodes  # noqa: E402
-
-
-def run(argv: list[str], cwd: Path) -> tuple[int | None, float, int]:
-    """(exit code or None when killed or signalled, wall s, peak RSS bytes)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-
-    def limits() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        os.setpgid(0, 0)
-
-    t0 = time.perf_counter()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "infercast", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-        preexec_fn=limits,
-    )
-
-    def kill() -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGKILL)
-
-    timer = threading.Timer(TIME_S, kill)
-    timer.start()
-    _, status, usage = os.wait4(p.pid, 0)
-    timer.cancel()
-    wall = time.perf_counter() - t0
-    p.returncode = 0  # reaped here
-    rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    return rc, wall, int(usage.ru_maxrss) * 1024
 
 
 def main() -> None:
@@ -103,9 +62,14 @@ def main() -> None:
             (d / "onnx_max_nodes.onnx").write_bytes(onnx_many_nodes(MAX_NODES))
         rows = []
         for case in cases:
-            rc, wall, rss = run(case.argv_in(d), d)
+            o = run_subprocess(case.argv_in(d), cwd=d, src=REPO / "src")
+            rc, wall, rss = o.rc, o.wall_s, o.maxrss_bytes
+            why = violations(o, json_out=case.json_out)
             rows.append((case, rc, wall, rss))
-            print(f"{case.name:42} {case.argv[0]:9} rc={rc} {wall:6.2f} s {rss / 2**20:7.0f} MiB")
+            print(
+                f"{case.name:42} {case.argv[0]:9} rc={rc} {wall:6.2f} s {rss / 2**20:7.0f} MiB"
+                + (f"  CONTRACT: {'; '.join(why)}" if why else "")
+            )
     print(f"\n{len(rows)} runs of {len({c.name for c, *_ in rows})} reproducers")
     print(f"slowest {args.top}:")
     for case, rc, wall, _ in sorted(rows, key=lambda r: -r[2])[: args.top]:

@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -420,7 +421,9 @@ def run_subprocess(
     cwd: str | Path | None = None,
     src: Path | None = None,
 ) -> Outcome:
-    """The same run as a real ``python -m infercast`` process (limits set before exec)."""
+    """The same run as a real ``python -m infercast`` process (limits set before exec);
+    ``maxrss_bytes`` from ``wait4``: the largest of the process and the children it
+    waited for (the isolated workers)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(src or REPO / "src")
 
@@ -429,25 +432,37 @@ def run_subprocess(
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.setpgid(0, 0)
 
-    t0 = time.perf_counter()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "infercast", *map(str, argv)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        preexec_fn=limits,
-    )
-    timed_out = False
-    try:
-        out, err = p.communicate(timeout=time_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    killed: list[bool] = []
+
+    def kill(pid: int) -> None:
+        killed.append(True)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-    wall = time.perf_counter() - t0
+            os.killpg(pid, signal.SIGKILL)
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [sys.executable, "-m", "infercast", *map(str, argv)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            preexec_fn=limits,
+        )
+        timer = threading.Timer(time_s, kill, (p.pid,))
+        timer.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        timer.cancel()
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)  # workers it left behind
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read(_STDOUT_KEEP).decode("utf-8", "replace")
+        stderr = err.read(1 << 20).decode("utf-8", "replace")
+    timed_out = bool(killed)
     rc = p.returncode
     return Outcome(
         argv=[str(a) for a in argv],
@@ -455,9 +470,9 @@ def run_subprocess(
         signal=-rc if rc < 0 and not timed_out else None,
         timed_out=timed_out,
         wall_s=wall,
-        maxrss_bytes=0,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
+        maxrss_bytes=int(usage.ru_maxrss) * 1024,
+        stdout=stdout,
+        stderr=stderr,
     )
 
 
