@@ -460,7 +460,7 @@ def run_subprocess(
             os.killpg(p.pid, signal.SIGKILL)  # workers it left behind
         out.seek(0)
         err.seek(0)
-        stdout = out.read(_STDOUT_KEEP).decode("utf-8", "replace")
+        stdout = out.read().decode("utf-8", "replace")  # whole: its JSON is checked
         stderr = err.read(1 << 20).decode("utf-8", "replace")
     timed_out = bool(killed)
     rc = p.returncode
