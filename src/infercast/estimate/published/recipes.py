@@ -303,6 +303,32 @@ def yolov4_tiny(size: int = 416) -> Any:
     return k.Model(inp, [out13, out26])
 
 
+def yolov3_tiny(size: int = 416, classes: int = 80) -> Any:
+    """YOLOv3-tiny as darknet's ``cfg/yolov3-tiny.cfg`` defines it (leaky ReLU 0.1): six
+    3x3 convs with max pools (the last one stride 1), 1024 and 256 ch at 13x13, two YOLO
+    heads (13x13 and 26x26) with 3 x (5 + classes) outputs; darknet's ``[upsample]`` as a
+    nearest resize (what tf.keras 2's UpSampling2D converts to: RESIZE_NEAREST_NEIGHBOR)."""
+    k = _k()
+    L = k.layers
+    leaky = "leaky:0.1"
+    x = inp = _input((size, size, 3))
+    route_26 = None
+    for c in (16, 32, 64, 128, 256):
+        x = _conv_bn(x, c, 3, act=leaky)
+        route_26 = x
+        x = L.MaxPooling2D(2, 2, padding="same")(x)
+    x = _conv_bn(x, 512, 3, act=leaky)
+    x = L.MaxPooling2D(2, 1, padding="same")(x)
+    x = _conv_bn(x, 1024, 3, act=leaky)
+    x13 = _conv_bn(x, 256, 1, act=leaky)
+    out13 = L.Conv2D(3 * (5 + classes), 1)(_conv_bn(x13, 512, 3, act=leaky))
+    y = _conv_bn(x13, 128, 1, act=leaky)
+    y = L.Resizing(2 * int(y.shape[1]), 2 * int(y.shape[2]), interpolation="nearest")(y)
+    y = _conv_bn(L.Concatenate()([y, route_26]), 256, 3, act=leaky)
+    out26 = L.Conv2D(3 * (5 + classes), 1)(y)
+    return k.Model(inp, [out13, out26])
+
+
 def resnet18(size: int = 224) -> Any:
     """ResNet-18 (He et al. 2016, Table 1; torchvision's layout): 7x7/2 conv, max pool,
     four stages of two basic blocks (64, 128, 256, 512 ch), average pool, FC 1000."""
@@ -523,6 +549,8 @@ _r("deeplabv3_mnv2_dm05_513", deeplabv3_mnv2)
 _r("deeplabv3_mnv2_dm05_513_tf1", deeplabv3_mnv2, atrous_s2b=True)
 _r("efficientnet_lite0_224", efficientnet_lite0)
 _r("yolov4_tiny_416", yolov4_tiny)
+_r("yolov3_tiny_416_1class", yolov3_tiny,
+   "ruitaodong/imx-benchmarks yolov3-tiny/qrcode-yolov3-tiny.cfg", classes=1)  # fmt: skip
 _r("resnet18_224", resnet18)
 _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
