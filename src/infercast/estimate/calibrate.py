@@ -564,7 +564,133 @@ def read_vx_perf_log(path: str | Path) -> list[VxOperation]:
 
 
 def looks_like_vx_perf_log(text: str) -> bool:
-    return any(_VX_BLOCK.search(line) for line in text.splitlines()[:2000])
+    """A VeriSilicon NPU driver log of either kind: per-layer blocks (``CNN_PERF=1
+    VIV_VX_DEBUG_LEVEL=1``) or per-operation counters (``VIV_VX_PROFILE=1``)."""
+    head = text.splitlines()[:2000]
+    return any(_VX_BLOCK.search(line) or _VXP_COUNTER.match(line) for line in head)
+
+
+_VXP_COUNTER = re.compile(
+    r"^\[\s*\d+\]\s+(?P<key>[A-Z_]+)\s*(?:\(MByte\))?\s*:\s*(?P<val>\d+(?:\.\d+)?)\s*$"
+)
+_VXP_COUNT = re.compile(r"^count=(?P<n>\d+)\s")
+_VXP_AVG = re.compile(r"Inference \(avg\):\s*(?P<us>\d+(?:\.\d+)?(?:e[+-]?\d+)?)")
+
+
+@dataclass(frozen=True)
+class VxProfiledOperation:
+    """One NPU operation's counters in a ``VIV_VX_PROFILE=1`` log."""
+
+    total_cycles: int
+    """``GPUTOTALCYCLES``: the operation's wall time in NPU clock cycles."""
+    busy_cycles: int
+    """``GPUCYCLES``: cycles the NPU was executing the operation."""
+    idle_cycles: int
+    """``GPUIDLECYCLES``: cycles it waited (the profiler submits and waits per operation)."""
+    ddr_read_bytes: float
+    ddr_write_bytes: float
+
+
+@dataclass(frozen=True)
+class VxProfileLog:
+    """A TFLite ``benchmark_model`` run through the VX delegate with ``VIV_VX_PROFILE=1``:
+    the driver prints, per executed NPU operation, a numbered block of counters (bandwidth
+    in MByte, then ``GPUTOTALCYCLES``, ``GPUIDLECYCLES``, ``GPUCYCLES``), without operation
+    names or engines. A real sample, from an i.MX 8M Plus EVK:
+    github.com/ruitaodong/imx-benchmarks ``logs/yolov3-tiny-NPU.log`` (see
+    tests/data/profiles/SOURCES.md)."""
+
+    runs: tuple[tuple[VxProfiledOperation, ...], ...]
+    """Operations per inference, in order; the first run is the warm-up (graph compile)."""
+    inference_avg_s: float | None
+    """``benchmark_model``'s ``Inference (avg)``: wall seconds per timed inference."""
+
+    @property
+    def timed(self) -> tuple[tuple[VxProfiledOperation, ...], ...]:
+        return self.runs[1:] if len(self.runs) > 1 else self.runs
+
+    def implied_clock_hz(self) -> float | None:
+        """NPU clock the log implies: cycles of a timed inference (busy and idle) over its
+        wall time. None without an ``Inference (avg)`` line."""
+        if not self.inference_avg_s or not self.timed:
+            return None
+        cycles = sum(sum(op.total_cycles for op in run) for run in self.timed) / len(self.timed)
+        return cycles / self.inference_avg_s
+
+    def busy_s(self, clock_hz: float | None = None) -> float:
+        """NPU execution seconds of one timed inference: its busy cycles at ``clock_hz``
+        (default: the clock the log implies). The idle cycles are left out, an
+        assumption (U): in the sample every one of the 75 operations idles 0.28-0.44 ms
+        (69% of the inference), whatever its size, which reads as the profiler's
+        submit-and-wait per operation rather than work an unprofiled run also does."""
+        clock = clock_hz or self.implied_clock_hz()
+        if not clock:
+            raise CalibrationError(
+                "the NPU profile log states no 'Inference (avg)' time and no clock was given",
+                "keep benchmark_model's summary lines in the log",
+            )
+        timed = self.timed
+        return sum(sum(op.busy_cycles for op in run) for run in timed) / len(timed) / clock
+
+
+def read_vx_profile_log(path: str | Path) -> VxProfileLog:
+    """Parse a ``VIV_VX_PROFILE=1`` log (:class:`VxProfileLog`). The operations of one
+    inference are those printed before ``benchmark_model``'s first ``count=N`` line (its
+    warm-up), divided by N; the rest of the log must hold whole inferences of that many."""
+    p = Path(path)
+    try:
+        lines = p.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise CalibrationError(f"cannot read {p}: {exc.strerror}") from exc
+    ops: list[VxProfiledOperation] = []
+    cur: dict[str, float] = {}
+    warmup_ops: int | None = None
+    avg_s: float | None = None
+
+    def close() -> None:
+        if cur:
+            try:
+                ops.append(
+                    VxProfiledOperation(
+                        int(cur["GPUTOTALCYCLES"]),
+                        int(cur["GPUCYCLES"]),
+                        int(cur["GPUIDLECYCLES"]),
+                        cur.get("DDR_READ_BANDWIDTH", 0.0) * 1e6,
+                        cur.get("DDR_WRITE_BANDWIDTH", 0.0) * 1e6,
+                    )
+                )
+            except KeyError as exc:
+                raise CalibrationError(f"{p}: an operation's counters lack {exc}") from exc
+            cur.clear()
+
+    for line in lines:
+        m = _VXP_COUNTER.match(line)
+        if m:
+            if m["key"] == "TOTAL_READ_BANDWIDTH":
+                close()
+            cur[m["key"]] = float(m["val"])
+            continue
+        c = _VXP_COUNT.match(line)
+        if c and warmup_ops is None:
+            close()
+            warmup_ops = len(ops) // max(int(c["n"]), 1)
+        a = _VXP_AVG.search(line)
+        if a:
+            avg_s = float(a["us"]) / 1e6
+    close()
+    if not ops:
+        raise CalibrationError(
+            f"{p} holds no VIV_VX_PROFILE counter blocks",
+            "run benchmark_model with VIV_VX_PROFILE=1 and capture the driver's output",
+        )
+    per_run = warmup_ops or len(ops)
+    if per_run <= 0 or len(ops) % per_run:
+        raise CalibrationError(
+            f"{p}: {len(ops)} operations do not split into inferences of {per_run}",
+            "capture whole inferences (the log was cut inside one)",
+        )
+    runs = tuple(tuple(ops[i : i + per_run]) for i in range(0, len(ops), per_run))
+    return VxProfileLog(runs, avg_s)
 
 
 def vx_log_latency(ops: Sequence[VxOperation]) -> float:
@@ -586,6 +712,10 @@ def vx_log_rows(pairs: Sequence[tuple[str | Path, str | Path]]) -> list[LatencyR
     rows = []
     for model, log in pairs:
         ops = read_vx_perf_log(log)
+        if not ops and _has_profile_counters(log):
+            prof = read_vx_profile_log(log)
+            rows.append(LatencyRow(Path(model), prof.busy_s(), 1, whole_model=False))
+            continue
         if not ops:
             raise CalibrationError(
                 f"{log} holds no 'layer_id: ... execution time: ... us' blocks",
@@ -593,3 +723,11 @@ def vx_log_rows(pairs: Sequence[tuple[str | Path, str | Path]]) -> list[LatencyR
             )
         rows.append(LatencyRow(Path(model), vx_log_latency(ops), 1, whole_model=False))
     return rows
+
+
+def _has_profile_counters(path: str | Path) -> bool:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return any(_VXP_COUNTER.match(line) for line in text.splitlines()[:2000])

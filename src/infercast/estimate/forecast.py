@@ -437,11 +437,16 @@ class Forecast:
     @property
     def one_time_s(self) -> float:
         """First-run costs (graph compilation), reported apart; an accelerator's graph
-        compilation only when some layer runs on the accelerator."""
-        if self.target.placement.accelerator is None:
-            return self.target.graph_compile_s
+        compilation only when some layer runs on the accelerator: ``graph_compile_s`` plus
+        ``graph_compile_s_per_weight_byte`` x the weight bytes placed on it."""
+        t = self.target
+        if t.placement.accelerator is None:
+            return t.graph_compile_s
         on_acc = any(ly.processor == "accelerator" for ly in self.placement.layers if not ly.folded)
-        return self.target.graph_compile_s if on_acc else 0.0
+        if not on_acc:
+            return 0.0
+        acc_weights = sum(w.weight_bytes for _, w in self.works if not w.on_fallback)
+        return t.graph_compile_s + t.graph_compile_s_per_weight_byte * acc_weights
 
     @property
     def complete(self) -> bool:

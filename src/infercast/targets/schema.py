@@ -211,6 +211,9 @@ class Target:
     abstract: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """The resolved TOML table (what ``infercast targets show`` prints)."""
+    graph_compile_s_per_weight_byte: float = 0.0
+    """First-run compile seconds per byte of weights placed on the accelerator, over
+    ``graph_compile_s`` (a compiler that re-lays out and compresses every weight)."""
 
     @property
     def accelerator(self) -> ComputeUnit | None:
@@ -683,7 +686,7 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
         bytes_per_s=_pos_float(errs, cr_t, "bytes_per_s", "crossing.bytes_per_s", 1e12),
     )
     ot_t = _table(errs, raw, "one_time")
-    _unknown(errs, ot_t, "one_time.", ("graph_compile_s",))
+    _unknown(errs, ot_t, "one_time.", ("graph_compile_s", "graph_compile_s_per_weight_byte"))
     comp_t = _table(errs, raw, "compile")
     _unknown(errs, comp_t, "compile.", ("quantize_float_to",))
     cal_t = _table(errs, raw, "calibration")
@@ -745,6 +748,14 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
         crossing=crossing,
         graph_compile_s=_pos_float(
             errs, ot_t, "graph_compile_s", "one_time.graph_compile_s", 0.0, allow_zero=True
+        ),
+        graph_compile_s_per_weight_byte=_pos_float(
+            errs,
+            ot_t,
+            "graph_compile_s_per_weight_byte",
+            "one_time.graph_compile_s_per_weight_byte",
+            0.0,
+            allow_zero=True,
         ),
         quantize_float_to=_str(
             errs,
