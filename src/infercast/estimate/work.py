@@ -351,7 +351,8 @@ def ifm_refetch_bytes(graph: Graph, node: Node, block_depth: int, burst_bytes: i
     if not (h.conv_like or h.fc_like):
         return 0
     acts = [t for t in graph.input_tensors(node) if t is not None and not t.is_constant]
-    if not acts or acts[0].nbytes is None:
+    ifm_bytes = acts[0].nbytes if acts else None
+    if ifm_bytes is None:
         return 0
     x = acts[0]
     try:
@@ -364,7 +365,7 @@ def ifm_refetch_bytes(graph: Graph, node: Node, block_depth: int, burst_bytes: i
     except (ShapeUnknownError, ValueError, IndexError, KeyError):
         return 0
     reads = -(-c_out // block_depth) if c_out > 0 else 1
-    return int(x.nbytes * (reads * burst - 1))
+    return int(ifm_bytes * (reads * burst - 1))
 
 
 def _cached_act_memory(target: Target, dev: Graph, members: list[Node]) -> str | None:
@@ -379,18 +380,14 @@ def _cached_act_memory(target: Target, dev: Graph, members: list[Node]) -> str |
     cache = next((m for m in target.memories.values() if "activations" in m.caches), None)
     if cache is None:
         return None
-    for n in members[:1]:
-        for name in n.inputs:
-            if not name or name in members[0].inputs[1:2] and dev.tensors[name].is_constant:
-                continue
-            t = dev.tensors[name]
-            if t.is_constant:
-                continue
-            if name in dev.inputs:
-                return None
-            shared = len(dev.consumers.get(name, ())) > 1
-            if shared and (t.nbytes or 0) > cache.size_bytes:
-                return None
+    for name in members[0].inputs:
+        if not name or dev.tensors[name].is_constant:
+            continue
+        if name in dev.inputs:
+            return None
+        shared = len(dev.consumers.get(name, ())) > 1
+        if shared and (dev.tensors[name].nbytes or 0) > cache.size_bytes:
+            return None
     return cache.name
 
 
