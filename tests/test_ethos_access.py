@@ -91,3 +91,39 @@ def test_forecast_charges_refetch_to_dram(tmp_path: Path) -> None:
     assert work.refetch_bytes == 16 * 16 * 32 * (-(-256 // depth) - 1)
     assert work.weight_memory == "dram"
     assert not work.separate_ports  # one AXI port: the transfers add up
+
+
+def chain() -> bytes:
+    """RGB input -> 3x3 conv (model input: DRAM, narrow bursts) -> two 1x1 convs whose
+    inputs have one reader each (cascaded through the SRAM cache, weights from DRAM)."""
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 3))
+    a = c.tensor("a", (1, 16, 16, 32))
+    c.conv(x, a, 3, 32, 3, 1, "SAME")
+    b = c.tensor("b", (1, 16, 16, 96))
+    c.conv(a, b, 1, 96, 32, 1, "SAME")
+    y = c.tensor("y", (1, 16, 16, 64))
+    c.conv(b, y, 1, 64, 96, 1, "SAME")
+    return c.build([x], [y], "chain")
+
+
+def test_fit_evaluates_vela_traffic_as_kernel_time(tmp_path: Path) -> None:
+    """The fit's vectorised evaluation (fit.Batch) charges the re-read bytes and overlaps
+    the two AXI ports exactly as the per-kernel reference (kernel_time) does."""
+    from infercast.estimate.fit import Batch, Sample, predict
+    from infercast.estimate.forecast import Params
+
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain())
+    target = load_target(TARGET)
+    works = tuple(w for _, w in estimate(model, target).works)
+    npu = [w for w in works if not w.on_fallback]
+    assert [w.act_memory for w in npu] == ["dram", "sram", "sram"]
+    assert [w.separate_ports for w in npu] == [False, True, True]
+    # 3 channels: 8-byte bursts charged 128 bytes (16x), one 32-deep OFM block
+    assert npu[0].refetch_bytes == 16 * 16 * 3 * (128 // 8 - 1)
+    assert npu[1].refetch_bytes == 16 * 16 * 32 * (-(-96 // 32) - 1)  # from SRAM: bursts whole
+    sample = Sample("chain", works, 1.0, whole_model=False)
+    p = Params.of(target)
+    batch = Batch([sample], p, [])
+    assert batch.latencies(batch.full())[0] == pytest.approx(predict(sample, p), rel=1e-12)
