@@ -127,3 +127,24 @@ def test_fit_evaluates_vela_traffic_as_kernel_time(tmp_path: Path) -> None:
     p = Params.of(target)
     batch = Batch([sample], p, [])
     assert batch.latencies(batch.full())[0] == pytest.approx(predict(sample, p), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[memories.sram]\ncaches = ["weights"]\n',
+            "memories.sram.caches has 'weights'; allowed: activations",
+        ),
+        ("[memories.dram]\nburst_bytes = -128\n", "memories.dram.burst_bytes must be"),
+        ('[memories.dram]\nport = "axi1"\n', "memories.dram.port must be"),
+        ("[units.npu]\nifm_refetch_depth = 0.5\n", "units.npu.ifm_refetch_depth must be"),
+    ],
+)
+def test_bad_vela_keys_are_named(tmp_path: Path, text: str, expected: str) -> None:
+    from infercast.targets import TargetError
+
+    f = tmp_path / "bad.toml"
+    f.write_text(f'extends = "{TARGET}"\n' + text)
+    with pytest.raises(TargetError, match=expected):
+        load_target(str(f))
