@@ -163,7 +163,7 @@ class Batch:
         depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
         cols["depth"].append(float(depth))
         cols["half"].append(self._param(f"units.{u}.reduction_half_depth") if depth else -1)
-        cols["act"].append(float(w.act_bytes))
+        cols["act"].append(float(w.act_bytes + w.refetch_bytes))
         cols["act_bw"].append(self._mem(w.act_memory))
         cols["wb"].append(float(w.weight_bytes))
         bkey = f"units.{u}.broadcast_read_factor"
@@ -172,6 +172,7 @@ class Batch:
         cols["bb"].append(float(w.broadcast_bytes) if uses else 0.0)
         cols["bf"].append(self._param(bkey) if uses else -1)
         cols["w_bw"].append(self._mem(w.weight_memory))
+        cols["ports"].append(1.0 if w.separate_ports else 0.0)
         cols["streamed"].append(float(w.streamed_bytes))
         cols["ov"].append(self._param(f"units.{u}.op_overhead_s"))
         cols["sync"].append(self._param(f"units.{u}.thread_sync_s") if par else -1)
@@ -226,7 +227,9 @@ class Batch:
             else self.base.crossing_fixed_s
         )
         weights = c["wb"] + c["bb"] * t0[c["bf"]]
-        memory = c["act"] * inv_bw[c["act_bw"]] + weights * inv_bw[c["w_bw"]] + c["streamed"] / xbw
+        act_s, w_s = c["act"] * inv_bw[c["act_bw"]], weights * inv_bw[c["w_bw"]]
+        both = np.where(c["ports"] > 0, np.maximum(act_s, w_s), act_s + w_s)
+        memory = both + c["streamed"] / xbw
         transfer = c["ntr"] * xfix + c["trb"] / xbw
         rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
         overhead = t0[c["ov"]] + t0[c["sync"]]
@@ -243,7 +246,7 @@ class Batch:
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
                   "sync", "rw_ov", "rw_bw", "bf")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rw", "rwb")  # fmt: skip
+            "ntr", "trb", "rw", "rwb", "ports")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #

@@ -336,14 +336,15 @@ def kernel_time(w: Work, p: Params) -> Times:
     """Seconds of one kernel under parameters ``p`` (see the module docstring)."""
     if w.elided:
         return Times(0.0, 0.0, 0.0, 0.0, 0.0)
-    memory = 0.0
+    act = weights = 0.0
     if w.act_memory is not None:
-        memory += w.act_bytes / p.bandwidth[w.act_memory]
+        act = (w.act_bytes + w.refetch_bytes) / p.bandwidth[w.act_memory]
     if w.weight_memory is not None:
-        memory += w.weight_bytes / p.bandwidth[w.weight_memory]
+        weights = w.weight_bytes / p.bandwidth[w.weight_memory]
         factor = p.broadcast_read_factor.get(w.unit, 0.0)
         if factor and w.broadcast_bytes:
-            memory += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
+            weights += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
+    memory = max(act, weights) if w.separate_ports else act + weights
     memory += w.streamed_bytes / p.crossing_bytes_per_s
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
     rewrite = 0.0

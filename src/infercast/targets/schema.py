@@ -84,6 +84,10 @@ class ComputeUnit:
     per-channel scale) reads that constant again for every output element, this many
     times its element size (Arm Vela charges Ethos-U such reads from flash per output
     element); 0: the constant is read once."""
+    ifm_refetch_depth: int = 0
+    """A conv / FC reads its whole input feature map again for every block of this many
+    output channels (Arm Vela's Ethos-U model: IFM reads = IFM block x OFM blocks, depth
+    included); 0: the input is read once."""
     thread_sync_s: float = 0.0
     """CPU units: what splitting one kernel across threads costs (waking the pool, the
     barrier at its end), once per parallel kernel when threads > 1."""
@@ -107,6 +111,17 @@ class Memory:
     efficiency: float = 1.0
     """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
     re-reads); 1 when absent."""
+    burst_bytes: int = 0
+    """Longest burst the accelerator issues to this memory (Arm Vela's ``<Mem>_burst_length``
+    in vela.ini): a read narrower than this still costs a whole burst; 0: not modelled."""
+    port: int = 0
+    """The bus port the accelerator reaches this memory through: transfers to memories on
+    different ports overlap (Arm Vela: vela.ini ``axi0_port`` / ``axi1_port``, each op's
+    cycles the maximum over its memories' access cycles); on one port they add up."""
+    caches: tuple[str, ...] = ()
+    """Kinds (``activations``) this memory caches without being a capacity limit: a kernel
+    whose feature maps and weights fit in ``size_bytes`` reads and writes them here (Vela's
+    Dedicated_Sram arena cache)."""
 
 
 @dataclass(frozen=True)
@@ -378,6 +393,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "window_taps",
         "thread_sync_s",
         "broadcast_read_factor",
+        "ifm_refetch_depth",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -433,6 +449,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         thread_sync_s=_pos_float(
             errs, t, "thread_sync_s", p + "thread_sync_s", 0.0, allow_zero=True
         ),
+        ifm_refetch_depth=_count(errs, t, "ifm_refetch_depth", p + "ifm_refetch_depth"),
         per_channel_slowdown=_pos_float(
             errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
         ),
@@ -472,6 +489,9 @@ def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
             "holds",
             "on_overflow",
             "efficiency",
+            "burst_bytes",
+            "port",
+            "caches",
         ),
     )
     efficiency = _fraction(errs, t, "efficiency", p + "efficiency") if "efficiency" in t else 1.0
@@ -489,6 +509,9 @@ def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
             errs, t, "on_overflow", p + "on_overflow", default="fail", choices=("fail", "stream")
         ),
         efficiency=efficiency or 1.0,
+        burst_bytes=_count(errs, t, "burst_bytes", p + "burst_bytes"),
+        port=_count(errs, t, "port", p + "port"),
+        caches=_str_list(errs, t, "caches", p + "caches", ("activations",)),
     )
 
 
