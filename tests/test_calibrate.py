@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from infercast import estimate
 from infercast.cli import main
+from infercast.errors import InfercastError
 from infercast.estimate.calibrate import (
     CalibrationResult,
     calibrate_profiles,
@@ -22,7 +23,7 @@ from infercast.estimate.calibrate import (
     read_profile,
 )
 from infercast.estimate.forecast import kernel_time
-from infercast.estimate.measure import measure
+from infercast.estimate.measure import check_clock, measure
 from infercast.estimate.microkernels import build, quick_specs
 from infercast.estimate.validate import metrics, spearman
 from infercast.targets import load_target
@@ -296,3 +297,23 @@ def test_cli_validate_json(
     assert row["measured_s"] > 0 and row["forecast_s"] > 0
     assert row["error"] == pytest.approx(row["forecast_s"] / row["measured_s"] - 1)
     assert doc["metrics"]["models"] == 1
+
+
+def test_cpu_clock_is_the_calling_threads_time(tmp_path: Path) -> None:
+    """One-thread runs carry the calling thread's CPU time beside the wall time: never more
+    than the wall time of the same runs (a thread cannot compute longer than it ran), and
+    only for one thread (pool threads' work is not on the calling thread's clock)."""
+    paths = build(quick_specs()[:2], "onnx")
+    one = measure(paths, "ort", 1, budget_s=1.0, min_runs=3)
+    for t in one:
+        assert t.cpu_min_s is not None and t.cpu_median_s is not None
+        assert 0 < t.cpu_min_s <= t.min_s * 1.02 + 2e-5
+        assert t.min_of("cpu") == t.cpu_min_s and t.min_of("wall") == t.min_s
+    two = measure(paths[:1], "ort", 2, budget_s=0.5, min_runs=3)
+    assert two[0].cpu_min_s is None
+    with pytest.raises(InfercastError, match="no cpu time"):
+        two[0].min_of("cpu")
+    with pytest.raises(InfercastError, match="2 threads need the wall clock"):
+        check_clock("cpu", 2)
+    with pytest.raises(InfercastError, match="unknown clock"):
+        check_clock("sundial", 1)

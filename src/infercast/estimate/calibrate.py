@@ -21,6 +21,7 @@ loads with ``--target FILE`` anywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 import time
@@ -32,7 +33,7 @@ from typing import Any
 from infercast.errors import InfercastError
 from infercast.estimate.fit import FitResult, Sample, fit
 from infercast.estimate.forecast import estimate
-from infercast.estimate.measure import RUNTIMES, Timing, measure
+from infercast.estimate.measure import RUNTIMES, Timing, check_clock, measure
 from infercast.estimate.microkernels import Spec, build, default_specs, quick_specs
 from infercast.ir.graph import Graph
 from infercast.targets.loader import to_toml
@@ -92,8 +93,12 @@ def calibrate_runtime(
     budget_s: float = DEFAULT_BUDGET_S,
     specs: Sequence[Spec] | None = None,
     progress: Callable[[str], None] | None = None,
+    clock: str = "wall",
 ) -> CalibrationResult:
-    """Measure the micro-kernel set on this machine with ``runtime`` and fit ``target``."""
+    """Measure the micro-kernel set on this machine with ``runtime`` and fit ``target``.
+
+    ``clock``: ``wall`` (``perf_counter``) or ``cpu`` (the CPU time of the calling thread,
+    one-thread runs only: far less inflated by other processes on a shared machine)."""
     _require_scipy()
     if runtime not in RUNTIMES:
         raise CalibrationError(f"unknown runtime '{runtime}'", f"use {' or '.join(RUNTIMES)}")
@@ -105,6 +110,7 @@ def calibrate_runtime(
         )
     if budget_s < 5:
         raise CalibrationError(f"--budget must be at least 5 seconds, not {budget_s:g}")
+    check_clock(clock, threads)
     t0 = time.perf_counter()
     chosen = (
         list(specs) if specs is not None else (default_specs() if budget_s >= 90 else quick_specs())
@@ -119,23 +125,42 @@ def calibrate_runtime(
     timings = measure(
         paths, runtime, threads, budget_s=max(budget_s - gen_s - 5.0, 3.0), progress=progress
     )
+    result = calibrate_from_timings(target, runtime, chosen, timings, threads=threads, clock=clock)
+    return dataclasses.replace(result, elapsed_s=time.perf_counter() - t0)
+
+
+def calibrate_from_timings(
+    target: Target,
+    runtime: str,
+    specs: Sequence[Spec],
+    timings: Sequence[Timing],
+    *,
+    threads: int = 1,
+    clock: str = "wall",
+) -> CalibrationResult:
+    """Fit ``target`` to micro-kernel ``timings`` already measured (one per spec, in order):
+    the fit step of :func:`calibrate_runtime`, apart so that one set of measurements can be
+    fitted more than once (two cost models side by side)."""
     from infercast.frontends import load
 
-    graphs = [(s.name, load(p), t.min_s) for s, p, t in zip(chosen, paths, timings, strict=True)]
+    check_clock(clock, threads)
+    t0 = time.perf_counter()
+    graphs = [(s.name, load(t.path), t.min_of(clock)) for s, t in zip(specs, timings, strict=True)]
     unit = _fit_unit(target)
     result, _ = fit(target, _samples_from_graphs(graphs, threads), unit)
+    what = "CPU time of the calling thread" if clock == "cpu" else "wall-clock time"
     source = (
-        f"infercast calibrate: {len(chosen)} micro-kernels timed with {_runtime_version(runtime)}, "
-        f"{threads} thread(s), minimum of repeated runs"
+        f"infercast calibrate: {len(specs)} micro-kernels timed with {_runtime_version(runtime)}, "
+        f"{threads} thread(s), minimum of repeated runs ({what})"
     )
-    text = calibrated_toml(target, result, runtime, threads, len(chosen), source)
+    text = calibrated_toml(target, result, runtime, threads, len(specs), source)
     return CalibrationResult(
         base=target,
         fit=result,
         toml=text,
         runtime=runtime,
         threads=threads,
-        samples=len(chosen),
+        samples=len(specs),
         elapsed_s=time.perf_counter() - t0,
         timings=tuple(timings),
     )

@@ -8,6 +8,15 @@ runs: on a shared machine interference only ever adds time, so the minimum
 is the steady-state cost the forecast models (nn-Meter and LitePred also
 report a low statistic of repeated runs). The median is kept beside it.
 
+Two clocks per run: wall time (``time.perf_counter``) and, for single-thread
+runs, the CPU time of the calling thread (``time.thread_time``,
+``CLOCK_THREAD_CPUTIME_ID``): with one thread, LiteRT's ``invoke()`` and ONNX
+Runtime's ``run()`` compute on the calling thread, so its CPU time is the
+inference's cost without the time other processes held the core (on a machine
+shared by several users the wall-clock minimum is still inflated; the CPU-time
+minimum far less). With several threads the work is on pool threads and only
+the wall clock is meaningful (``cpu_*`` are None).
+
 The runtimes are the bench harness's adapters (:mod:`infercast.bench.runtimes`);
 this module only schedules the runs.
 """
@@ -24,6 +33,7 @@ import numpy as np
 from infercast.errors import InfercastError
 
 RUNTIMES = ("ort", "litert")
+CLOCKS = ("wall", "cpu")
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,31 @@ class Timing:
     min_s: float
     median_s: float
     runs: int
+    cpu_min_s: float | None = None
+    """Minimum CPU time of the calling thread per run (single-thread runs only)."""
+    cpu_median_s: float | None = None
+
+    def min_of(self, clock: str) -> float:
+        """The minimum by ``clock`` (``wall`` or ``cpu``; ``cpu`` needs a one-thread run)."""
+        if clock == "wall":
+            return self.min_s
+        if clock == "cpu" and self.cpu_min_s is not None:
+            return self.cpu_min_s
+        raise InfercastError(
+            f"no {clock} time for {self.path}",
+            "CPU time is measured for single-thread runs only; use the wall clock",
+        )
+
+
+def check_clock(clock: str, threads: int) -> None:
+    """A usable clock for ``threads`` (CPU time of one thread needs a one-thread run)."""
+    if clock not in CLOCKS:
+        raise InfercastError(f"unknown clock '{clock}'", f"use one of {', '.join(CLOCKS)}")
+    if clock == "cpu" and threads != 1:
+        raise InfercastError(
+            f"the cpu clock times one thread; {threads} threads need the wall clock",
+            "use --threads 1, or the wall clock",
+        )
 
 
 Runner = Callable[[], object]
@@ -91,6 +126,8 @@ def measure(
         first_cost.append((time.perf_counter() - t0) / max(warmup, 1))
         runners.append(r)
     times: list[list[float]] = [[] for _ in paths]
+    cpu: list[list[float]] = [[] for _ in paths]
+    tclock = time.thread_time
     spent = time.perf_counter() - t_start
     left = max(budget_s - spent, 0.0)
     # Runs per model per round: about 20 ms of work per model and round.
@@ -102,14 +139,25 @@ def measure(
     for rnd in range(rounds):
         for i, r in enumerate(runners):
             for _ in range(per_round[i]):
+                c0 = tclock()
                 t0 = time.perf_counter()
                 r()
-                times[i].append(time.perf_counter() - t0)
+                t1 = time.perf_counter()
+                cpu[i].append(tclock() - c0)
+                times[i].append(t1 - t0)
         if progress is not None and rnd % 5 == 0:
             progress(f"round {rnd + 1}/{rounds}")
         if rnd + 1 >= min_runs and time.perf_counter() > deadline:
             break
+    single = threads == 1
     return [
-        Timing(str(p), float(np.min(ts)), float(np.median(ts)), len(ts))
-        for p, ts in zip(paths, times, strict=True)
+        Timing(
+            str(p),
+            float(np.min(ts)),
+            float(np.median(ts)),
+            len(ts),
+            float(np.min(cs)) if single else None,
+            float(np.median(cs)) if single else None,
+        )
+        for p, ts, cs in zip(paths, times, cpu, strict=True)
     ]
