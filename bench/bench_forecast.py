@@ -32,7 +32,6 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ from build_fixtures import ensure  # noqa: E402
 from infercast import estimate  # noqa: E402
 from infercast.estimate.calibrate import calibrate_from_timings, calibrated_toml  # noqa: E402
 from infercast.estimate.fit import FitResult, Sample, fit_params, predict  # noqa: E402
-from infercast.estimate.measure import Timing, measure  # noqa: E402
+from infercast.estimate.measure import Timing, l2_bytes, measure  # noqa: E402
 from infercast.estimate.microkernels import build, default_specs  # noqa: E402
 from infercast.frontends import load  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
@@ -58,8 +57,16 @@ from infercast.targets.schema import Target  # noqa: E402
 
 OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
 
-VARIANTS: dict[str, Callable[[], Target]] = {"old": lambda: load_target("host")}
-"""Cost-model variants fitted side by side on the same measurements: name -> base target."""
+VARIANTS: dict[str, tuple[bool, bool, bool]] = {
+    "old": (False, False, False),
+    "cold": (True, False, False),
+    "cold+pw": (True, False, True),
+    "new": (True, True, True),
+}
+"""Calibrations fitted side by side on the same measurements: name -> (fit the micro-kernels'
+cold runs, timed after the L2 cache was flushed, rather than their warm ones, timed back to
+back; fit the bandwidth beyond the L2 cache; fit 1x1 convs' own efficiency). ``old`` is what
+calibration did before, ``new`` what ``infercast calibrate`` does now."""
 
 
 def _ms(s: float) -> str:
@@ -141,7 +148,9 @@ def host(
         cal_t, val_t = _load_timings(saved)
         print(f"\n== host, {runtime}, {threads} thread(s): measurements reused from {saved}")
     else:
-        cal_t = measure(paths, runtime, threads, budget_s=cal_budget, progress=_log)
+        cal_t = measure(
+            paths, runtime, threads, budget_s=cal_budget, progress=_log, cold_bytes=2 * l2_bytes()
+        )
         val_t = measure(models, runtime, threads, budget_s=val_budget, progress=_log)
         _save_timings(saved, cal_t, val_t)
         print(f"\n== host, {runtime}, {threads} thread(s): measured in {time.time() - t0:.0f} s")
@@ -150,10 +159,18 @@ def host(
     out: dict[str, Any] = {"runtime": runtime, "threads": threads, "variants": {}}
     table: dict[str, dict[str, float]] = {}  # model -> column -> error
     for clock in clocks:
-        for variant, base in VARIANTS.items():
+        for variant, (cold, spill, pw) in VARIANTS.items():
             col = f"{variant}/{clock}"
             cal = calibrate_from_timings(
-                base(), runtime, specs, cal_t, threads=threads, clock=clock
+                load_target("host"),
+                runtime,
+                specs,
+                cal_t,
+                threads=threads,
+                clock=clock,
+                cold=cold,
+                spill=spill,
+                pointwise=pw,
             )
             f = cal.fit
             path = OUT / f"host-{runtime}-{threads}t-{variant}-{clock}.toml"
@@ -164,6 +181,7 @@ def host(
                 + f"; op overhead {f.op_overhead_s * 1e6:.2f} us; call "
                 f"{f.invoke_overhead_s * 1e6:.2f} us; ch x{f.channel_multiple}; "
                 + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
+                + (f"; beyond L2 {f.spill_bandwidth / 1e9:.1f} GB/s" if f.spill_bandwidth else "")
             )
             target = load_target(str(path))
             errs = []

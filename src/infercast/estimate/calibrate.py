@@ -33,7 +33,15 @@ from typing import Any
 from infercast.errors import InfercastError
 from infercast.estimate.fit import FitResult, Sample, fit
 from infercast.estimate.forecast import estimate
-from infercast.estimate.measure import RUNTIMES, Timing, check_clock, measure
+from infercast.estimate.measure import (
+    RUNTIMES,
+    Timing,
+    check_clock,
+    cold_floor_s,
+    cold_times,
+    l2_bytes,
+    measure,
+)
 from infercast.estimate.microkernels import Spec, build, default_specs, quick_specs
 from infercast.ir.graph import Graph
 from infercast.targets.loader import to_toml
@@ -94,11 +102,15 @@ def calibrate_runtime(
     specs: Sequence[Spec] | None = None,
     progress: Callable[[str], None] | None = None,
     clock: str = "wall",
+    cold: bool = True,
 ) -> CalibrationResult:
     """Measure the micro-kernel set on this machine with ``runtime`` and fit ``target``.
 
     ``clock``: ``wall`` (``perf_counter``) or ``cpu`` (the CPU time of the calling thread,
-    one-thread runs only: far less inflated by other processes on a shared machine)."""
+    one-thread runs only: far less inflated by other processes on a shared machine).
+    ``cold``: fit the runs made after the core's L2 cache was flushed (twice its size
+    written), the state a layer of a whole model meets its weights in
+    (:mod:`infercast.estimate.measure`); False: fit runs repeated back to back."""
     _require_scipy()
     if runtime not in RUNTIMES:
         raise CalibrationError(f"unknown runtime '{runtime}'", f"use {' or '.join(RUNTIMES)}")
@@ -123,9 +135,16 @@ def calibrate_runtime(
     if progress:
         progress(f"measuring with {runtime}, {threads} thread(s)")
     timings = measure(
-        paths, runtime, threads, budget_s=max(budget_s - gen_s - 5.0, 3.0), progress=progress
+        paths,
+        runtime,
+        threads,
+        budget_s=max(budget_s - gen_s - 5.0, 3.0),
+        progress=progress,
+        cold_bytes=2 * l2_bytes() if cold else 0,
     )
-    result = calibrate_from_timings(target, runtime, chosen, timings, threads=threads, clock=clock)
+    result = calibrate_from_timings(
+        target, runtime, chosen, timings, threads=threads, clock=clock, cold=cold
+    )
     return dataclasses.replace(result, elapsed_s=time.perf_counter() - t0)
 
 
@@ -137,18 +156,36 @@ def calibrate_from_timings(
     *,
     threads: int = 1,
     clock: str = "wall",
+    cold: bool = False,
+    spill: bool | None = None,
+    pointwise: bool = True,
 ) -> CalibrationResult:
     """Fit ``target`` to micro-kernel ``timings`` already measured (one per spec, in order):
     the fit step of :func:`calibrate_runtime`, apart so that one set of measurements can be
-    fitted more than once (two cost models side by side)."""
+    fitted more than once (two cost models side by side). ``cold``: fit the cold runs
+    (:func:`infercast.estimate.measure.measure`'s ``cold_bytes``). ``spill`` (default: as
+    ``cold``): state this machine's L2 size as the CPU's ``cache_bytes`` and fit the
+    bandwidth beyond it (:func:`infercast.estimate.forecast.spill_bytes`). ``pointwise``:
+    fit 1x1 convs' own efficiency (``efficiency.pointwise_conv``), else they share ``conv``'s."""
     from infercast.frontends import load
 
     check_clock(clock, threads)
     t0 = time.perf_counter()
-    graphs = [(s.name, load(t.path), t.min_of(clock)) for s, t in zip(specs, timings, strict=True)]
+    seconds = cold_times(timings, clock) if cold else [t.min_of(clock) for t in timings]
+    graphs = [
+        (s.name, load(t.path), sec) for s, t, sec in zip(specs, timings, seconds, strict=True)
+    ]
     unit = _fit_unit(target)
-    result, _ = fit(target, _samples_from_graphs(graphs, threads), unit)
+    if (cold if spill is None else spill) and not target.units[unit].cache_bytes:
+        u = dataclasses.replace(target.units[unit], cache_bytes=l2_bytes())
+        target = dataclasses.replace(target, units={**target.units, unit: u})
+    result, _ = fit(target, _samples_from_graphs(graphs, threads), unit, pointwise=pointwise)
     what = "CPU time of the calling thread" if clock == "cpu" else "wall-clock time"
+    if cold:
+        what += (
+            ", each run after the L2 cache was flushed, less the flush's cost to a call that "
+            f"moves no data ({cold_floor_s(timings, clock) * 1e6:.2g} us)"
+        )
     source = (
         f"infercast calibrate: {len(specs)} micro-kernels timed with {_runtime_version(runtime)}, "
         f"{threads} thread(s), minimum of repeated runs ({what})"
@@ -333,6 +370,9 @@ def calibrated_toml(
     u["channel_multiple"] = result.channel_multiple
     if result.reduction_half_depth > 0:
         u["reduction_half_depth"] = float(f"{result.reduction_half_depth:.4g}")
+    if result.spill_bandwidth > 0:
+        u["cache_bytes"] = unit.cache_bytes
+        u["spill_bandwidth_bytes_per_s"] = float(f"{result.spill_bandwidth:.4g}")
     u["efficiency"] = {k: float(f"{v:.4g}") for k, v in sorted(result.efficiency.items())}
     table["units"] = {result.unit: u}
     if result.bandwidth:
