@@ -57,16 +57,18 @@ from infercast.targets.schema import Target  # noqa: E402
 
 OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
 
-VARIANTS: dict[str, tuple[bool, bool, bool]] = {
-    "old": (False, False, False),
-    "cold": (True, False, False),
-    "cold+pw": (True, False, True),
-    "new": (True, True, True),
+VARIANTS: dict[str, dict[str, Any]] = {
+    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False},
+    "peak": {"cold": False, "spill": False, "pointwise": False, "free_peak": True},
+    "cold+pw": {"cold": True, "spill": False, "pointwise": True, "free_peak": True},
+    "new": {},
 }
-"""Calibrations fitted side by side on the same measurements: name -> (fit the micro-kernels'
-cold runs, timed after the L2 cache was flushed, rather than their warm ones, timed back to
-back; fit the bandwidth beyond the L2 cache; fit 1x1 convs' own efficiency). ``old`` is what
-calibration did before, ``new`` what ``infercast calibrate`` does now."""
+"""Calibrations fitted side by side on the same measurements: name -> options of
+``calibrate_from_timings``: ``cold`` (fit the micro-kernels' runs timed after the L2 cache
+was flushed, not those timed back to back), ``spill`` (fit the bandwidth beyond the L2
+cache), ``pointwise`` (1x1 convs' own efficiency), ``free_peak`` (let the fit raise the
+detected peak). ``old`` is what calibration did before; ``new`` (no options) is what
+``infercast calibrate`` does now for the runtime."""
 
 
 def _ms(s: float) -> str:
@@ -159,7 +161,7 @@ def host(
     out: dict[str, Any] = {"runtime": runtime, "threads": threads, "variants": {}}
     table: dict[str, dict[str, float]] = {}  # model -> column -> error
     for clock in clocks:
-        for variant, (cold, spill, pw) in VARIANTS.items():
+        for variant, options in VARIANTS.items():
             col = f"{variant}/{clock}"
             cal = calibrate_from_timings(
                 load_target("host"),
@@ -168,9 +170,7 @@ def host(
                 cal_t,
                 threads=threads,
                 clock=clock,
-                cold=cold,
-                spill=spill,
-                pointwise=pw,
+                **options,
             )
             f = cal.fit
             path = OUT / f"host-{runtime}-{threads}t-{variant}-{clock}.toml"
@@ -182,6 +182,7 @@ def host(
                 f"{f.invoke_overhead_s * 1e6:.2f} us; ch x{f.channel_multiple}; "
                 + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
                 + (f"; beyond L2 {f.spill_bandwidth / 1e9:.1f} GB/s" if f.spill_bandwidth else "")
+                + (f"; peak x{f.peak_scale:.2f}" if f.peak_scale != 1 else "")
             )
             target = load_target(str(path))
             errs = []
