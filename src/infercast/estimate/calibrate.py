@@ -21,6 +21,7 @@ loads with ``--target FILE`` anywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 import time
@@ -32,13 +33,33 @@ from typing import Any
 from infercast.errors import InfercastError
 from infercast.estimate.fit import FitResult, Sample, fit
 from infercast.estimate.forecast import estimate
-from infercast.estimate.measure import RUNTIMES, Timing, measure
+from infercast.estimate.measure import (
+    RUNTIMES,
+    Timing,
+    check_clock,
+    cold_floor_s,
+    cold_times,
+    l2_bytes,
+    measure,
+)
 from infercast.estimate.microkernels import Spec, build, default_specs, quick_specs
 from infercast.ir.graph import Graph
 from infercast.targets.loader import to_toml
 from infercast.targets.schema import Target
 
 DEFAULT_BUDGET_S = 240.0
+
+COLD_RUNTIMES = frozenset({"litert"})
+"""Runtimes whose micro-kernels calibration fits cold (:mod:`infercast.estimate.measure`).
+
+LiteRT: each single-op model runs the op with the same XNNPACK kernel as the whole model,
+so only the cache state differs; MobileNetV2's ops timed cold sum to the whole model's time
+(5.9 vs 6.2 ms; warm: 4.4 ms), and on 10 held-out keras.applications models the cold fit
+takes the median error from -13% to +2% (``bench/bench_forecast.py``). ONNX Runtime: the
+cold fit over-forecasts the same models by +28% (warm: +10%); a one-op ONNX model is not
+one op of a whole model there (its graph optimiser wraps each conv in NCHWc layout
+reorders that a whole model pays once per run of convs, a likely cause not yet separated),
+so its micro-kernels stay warm."""
 
 
 class CalibrationError(InfercastError):
@@ -92,8 +113,17 @@ def calibrate_runtime(
     budget_s: float = DEFAULT_BUDGET_S,
     specs: Sequence[Spec] | None = None,
     progress: Callable[[str], None] | None = None,
+    clock: str = "wall",
+    cold: bool | None = None,
 ) -> CalibrationResult:
-    """Measure the micro-kernel set on this machine with ``runtime`` and fit ``target``."""
+    """Measure the micro-kernel set on this machine with ``runtime`` and fit ``target``.
+
+    ``clock``: ``wall`` (``perf_counter``) or ``cpu`` (the CPU time of the calling thread,
+    one-thread runs only: far less inflated by other processes on a shared machine).
+    ``cold``: fit the runs made after the core's L2 cache was flushed (twice its size
+    written), the state a layer of a whole model meets its weights in
+    (:mod:`infercast.estimate.measure`); False: fit runs repeated back to back; None: as
+    :data:`COLD_RUNTIMES` says for ``runtime``."""
     _require_scipy()
     if runtime not in RUNTIMES:
         raise CalibrationError(f"unknown runtime '{runtime}'", f"use {' or '.join(RUNTIMES)}")
@@ -105,6 +135,9 @@ def calibrate_runtime(
         )
     if budget_s < 5:
         raise CalibrationError(f"--budget must be at least 5 seconds, not {budget_s:g}")
+    check_clock(clock, threads)
+    if cold is None:
+        cold = runtime in COLD_RUNTIMES
     t0 = time.perf_counter()
     chosen = (
         list(specs) if specs is not None else (default_specs() if budget_s >= 90 else quick_specs())
@@ -117,25 +150,81 @@ def calibrate_runtime(
     if progress:
         progress(f"measuring with {runtime}, {threads} thread(s)")
     timings = measure(
-        paths, runtime, threads, budget_s=max(budget_s - gen_s - 5.0, 3.0), progress=progress
+        paths,
+        runtime,
+        threads,
+        budget_s=max(budget_s - gen_s - 5.0, 3.0),
+        progress=progress,
+        cold_bytes=2 * l2_bytes() if cold else 0,
     )
+    result = calibrate_from_timings(
+        target, runtime, chosen, timings, threads=threads, clock=clock, cold=cold
+    )
+    return dataclasses.replace(result, elapsed_s=time.perf_counter() - t0)
+
+
+def calibrate_from_timings(
+    target: Target,
+    runtime: str,
+    specs: Sequence[Spec],
+    timings: Sequence[Timing],
+    *,
+    threads: int = 1,
+    clock: str = "wall",
+    cold: bool | None = None,
+    spill: bool | None = None,
+    pointwise: bool = True,
+    free_peak: bool = True,
+) -> CalibrationResult:
+    """Fit ``target`` to micro-kernel ``timings`` already measured (one per spec, in order):
+    the fit step of :func:`calibrate_runtime`, apart so that one set of measurements can be
+    fitted more than once (two cost models side by side). ``cold``: fit the cold runs
+    (:func:`infercast.estimate.measure.measure`'s ``cold_bytes``; default: for the runtimes
+    in :data:`COLD_RUNTIMES`). ``spill`` (default: as
+    ``cold``): state this machine's L2 size as the CPU's ``cache_bytes`` and fit the
+    bandwidth beyond it (:func:`infercast.estimate.forecast.spill_bytes`). ``pointwise``:
+    fit 1x1 convs' own efficiency (``efficiency.pointwise_conv``), else they share ``conv``'s.
+    ``free_peak``: this machine's peak is a detected guess; let the fit raise it
+    (:func:`infercast.estimate.fit.fit`)."""
     from infercast.frontends import load
 
-    graphs = [(s.name, load(p), t.min_s) for s, p, t in zip(chosen, paths, timings, strict=True)]
+    check_clock(clock, threads)
+    if cold is None:
+        cold = runtime in COLD_RUNTIMES
+    t0 = time.perf_counter()
+    seconds = cold_times(timings, clock) if cold else [t.min_of(clock) for t in timings]
+    graphs = [
+        (s.name, load(t.path), sec) for s, t, sec in zip(specs, timings, seconds, strict=True)
+    ]
     unit = _fit_unit(target)
-    result, _ = fit(target, _samples_from_graphs(graphs, threads), unit)
-    source = (
-        f"infercast calibrate: {len(chosen)} micro-kernels timed with {_runtime_version(runtime)}, "
-        f"{threads} thread(s), minimum of repeated runs"
+    if (cold if spill is None else spill) and not target.units[unit].cache_bytes:
+        u = dataclasses.replace(target.units[unit], cache_bytes=l2_bytes())
+        target = dataclasses.replace(target, units={**target.units, unit: u})
+    result, _ = fit(
+        target,
+        _samples_from_graphs(graphs, threads),
+        unit,
+        pointwise=pointwise,
+        free_peak=free_peak,
     )
-    text = calibrated_toml(target, result, runtime, threads, len(chosen), source)
+    what = "CPU time of the calling thread" if clock == "cpu" else "wall-clock time"
+    if cold:
+        what += (
+            ", each run after the L2 cache was flushed, less the flush's cost to a call that "
+            f"moves no data ({cold_floor_s(timings, clock) * 1e6:.2g} us)"
+        )
+    source = (
+        f"infercast calibrate: {len(specs)} micro-kernels timed with {_runtime_version(runtime)}, "
+        f"{threads} thread(s), minimum of repeated runs ({what})"
+    )
+    text = calibrated_toml(target, result, runtime, threads, len(specs), source)
     return CalibrationResult(
         base=target,
         fit=result,
         toml=text,
         runtime=runtime,
         threads=threads,
-        samples=len(chosen),
+        samples=len(specs),
         elapsed_s=time.perf_counter() - t0,
         timings=tuple(timings),
     )
@@ -304,10 +393,16 @@ def calibrated_toml(
             u["clock_hz"] = unit.clock_hz
         for k, v in unit.peak_ops_per_s.items():
             u[f"peak_{k}_ops_per_s"] = v
+    if result.peak_scale != 1.0:  # the fit moved the peak (fit(free_peak=True))
+        for k, v in unit.peak_ops_per_s.items():
+            u[f"peak_{k}_ops_per_s"] = float(f"{v * result.peak_scale:.4g}")
     u["op_overhead_s"] = float(f"{result.op_overhead_s:.4g}")
     u["channel_multiple"] = result.channel_multiple
     if result.reduction_half_depth > 0:
         u["reduction_half_depth"] = float(f"{result.reduction_half_depth:.4g}")
+    if result.spill_bandwidth > 0:
+        u["cache_bytes"] = unit.cache_bytes
+        u["spill_bandwidth_bytes_per_s"] = float(f"{result.spill_bandwidth:.4g}")
     u["efficiency"] = {k: float(f"{v:.4g}") for k, v in sorted(result.efficiency.items())}
     table["units"] = {result.unit: u}
     if result.bandwidth:

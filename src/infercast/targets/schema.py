@@ -36,6 +36,7 @@ EFFICIENCY_KEYS = (
     "conv",
     "depthwise_conv",
     "depthwise_conv_large",  # more than 25 taps (7x7 ...): falls back to depthwise_conv
+    "pointwise_conv",  # 1x1 / stride-1 / one-group conv (a plain GEMM): falls back to conv
     "linalg",
     "elementwise",
     "pool",
@@ -93,6 +94,12 @@ class ComputeUnit:
     barrier at its end), once per parallel kernel when threads > 1."""
     per_channel_slowdown: float = 1.0
     """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
+    cache_bytes: int = 0
+    """CPU units: the core's own cache (L2). A kernel whose bytes (activations in and out,
+    weights) exceed it moves the excess from the next level at ``spill_bandwidth_bytes_per_s``,
+    a stall on top of the kernel's time; 0: no such effect."""
+    spill_bandwidth_bytes_per_s: float = 0.0
+    """Bandwidth of the bytes beyond ``cache_bytes`` (calibration fits it); 0: no effect."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -394,6 +401,8 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "thread_sync_s",
         "broadcast_read_factor",
         "ifm_refetch_depth",
+        "cache_bytes",
+        "spill_bandwidth_bytes_per_s",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -452,6 +461,15 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         ifm_refetch_depth=_count(errs, t, "ifm_refetch_depth", p + "ifm_refetch_depth"),
         per_channel_slowdown=_pos_float(
             errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
+        ),
+        cache_bytes=_count(errs, t, "cache_bytes", p + "cache_bytes"),
+        spill_bandwidth_bytes_per_s=_pos_float(
+            errs,
+            t,
+            "spill_bandwidth_bytes_per_s",
+            p + "spill_bandwidth_bytes_per_s",
+            0.0,
+            allow_zero=True,
         ),
     )
 
