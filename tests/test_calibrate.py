@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from infercast import estimate
 from infercast.cli import main
+from infercast.errors import InfercastError
 from infercast.estimate.calibrate import (
     CalibrationResult,
     _samples_from_graphs,
@@ -25,7 +26,7 @@ from infercast.estimate.calibrate import (
 )
 from infercast.estimate.fit import fit
 from infercast.estimate.forecast import kernel_time
-from infercast.estimate.measure import measure
+from infercast.estimate.measure import check_clock, measure
 from infercast.estimate.microkernels import build, quick_specs
 from infercast.estimate.validate import metrics, spearman
 from infercast.frontends import load
@@ -70,9 +71,12 @@ def test_fit_is_sane_and_round_trips(ort_calibration: tuple[CalibrationResult, P
     assert cpu.op_overhead_s == pytest.approx(f.op_overhead_s, rel=1e-3)
     assert cpu.channel_multiple == f.channel_multiple
     assert t.calibration.invoke_overhead_s == pytest.approx(f.invoke_overhead_s, rel=1e-3)
-    # The same peaks the fit was made against (detection off in the calibrated file).
+    # The peaks the fit was made against (detection off in the calibrated file), times what
+    # the fit raised them by (efficiencies above 1 moved into the peak).
     host = load_target("host")
-    assert cpu.peak_ops_per_s == host.units["cpu"].peak_ops_per_s
+    assert f.peak_scale >= 1.0
+    for k, v in host.units["cpu"].peak_ops_per_s.items():
+        assert cpu.peak_ops_per_s[k] == pytest.approx(v * f.peak_scale, rel=1e-3)
     # Forecast with the loaded file == forecast with the fitted parameters.
     specs = quick_specs()
     one = build(specs[:1], "onnx")[0]
@@ -145,7 +149,9 @@ def test_calibrated_forecast_of_held_out_models_uses_the_fit(
         for _kernel, w in fc.works:
             if w.op_class != "conv" or w.reduction_depth == 0:
                 continue
-            expected = w.ops_eff / (peak * f.efficiency["conv"])
+            # 1x1 convs read their own efficiency (pointwise_conv) when the fit has one.
+            eff = f.efficiency.get(w.efficiency_class, f.efficiency["conv"])
+            expected = w.ops_eff / (peak * eff)
             expected *= (w.reduction_depth + f.reduction_half_depth) / w.reduction_depth
             assert kernel_time(w, fc.params).compute_s == pytest.approx(expected, rel=1e-3)
     # A real measurement is the same order of magnitude (a unit error would be 1000x).
@@ -386,3 +392,23 @@ def test_cli_validate_json(
     assert row["measured_s"] > 0 and row["forecast_s"] > 0
     assert row["error"] == pytest.approx(row["forecast_s"] / row["measured_s"] - 1)
     assert doc["metrics"]["models"] == 1
+
+
+def test_cpu_clock_is_the_calling_threads_time(tmp_path: Path) -> None:
+    """One-thread runs carry the calling thread's CPU time beside the wall time: never more
+    than the wall time of the same runs (a thread cannot compute longer than it ran), and
+    only for one thread (pool threads' work is not on the calling thread's clock)."""
+    paths = build(quick_specs()[:2], "onnx")
+    one = measure(paths, "ort", 1, budget_s=1.0, min_runs=3)
+    for t in one:
+        assert t.cpu_min_s is not None and t.cpu_median_s is not None
+        assert 0 < t.cpu_min_s <= t.min_s * 1.02 + 2e-5
+        assert t.min_of("cpu") == t.cpu_min_s and t.min_of("wall") == t.min_s
+    two = measure(paths[:1], "ort", 2, budget_s=0.5, min_runs=3)
+    assert two[0].cpu_min_s is None
+    with pytest.raises(InfercastError, match="no cpu time"):
+        two[0].min_of("cpu")
+    with pytest.raises(InfercastError, match="2 threads need the wall clock"):
+        check_clock("cpu", 2)
+    with pytest.raises(InfercastError, match="unknown clock"):
+        check_clock("sundial", 1)

@@ -145,6 +145,7 @@ def to_dict(report: PlacementReport) -> dict[str, Any]:
             "fits": report.fits if report.fit_known else None,
             "exit_code": report.exit_code,
             "graph_compile_s": t.graph_compile_s,
+            "graph_compile_s_per_weight_byte": t.graph_compile_s_per_weight_byte,
         },
         "layers": [layer_dict(ly) for ly in report.layers],
         "segments": [segment_dict(s) for s in report.segments],

@@ -60,6 +60,8 @@ Rate = Annotated[float, Bound("a positive number", True, 1.0, 1e21)]
 Seconds = Annotated[float, Bound("a non-negative number", False, 0.0, 1e6)]
 Fraction = Annotated[float, Bound("a fraction in (0, 1]", True, 1e-6, 1.0)]
 Ratio = Annotated[float, Bound("a non-negative number", False, 0.0, 1e9)]
+RateOrZero = Annotated[float, Bound("a non-negative number", False, 0.0, 1e21)]
+"""Bytes/s where 0 means 'no such effect'."""
 UnitInterval = Annotated[float, Bound("a fraction in [0, 1]", False, 0.0, 1.0)]
 Factor = Annotated[float, Bound("a positive number", True, 1e-6, 1e6)]
 """A multiplier of a time or a rate (1: no effect)."""
@@ -82,6 +84,7 @@ EfficiencyKey = Literal[
     "conv",
     "depthwise_conv",
     "depthwise_conv_large",  # more than 25 taps (7x7 ...): falls back to depthwise_conv
+    "pointwise_conv",  # 1x1 / stride-1 / one-group conv (a plain GEMM): falls back to conv
     "linalg",
     "elementwise",
     "pool",
@@ -134,11 +137,21 @@ class ComputeUnit:
     per-channel scale) reads that constant again for every output element, this many
     times its element size (Arm Vela charges Ethos-U such reads from flash per output
     element); 0: the constant is read once."""
+    ifm_refetch_depth: Count = 0
+    """A conv / FC reads its whole input feature map again for every block of this many
+    output channels (Arm Vela's Ethos-U model: IFM reads = IFM block x OFM blocks, depth
+    included); 0: the input is read once."""
     thread_sync_s: Seconds = 0.0
     """CPU units: what splitting one kernel across threads costs (waking the pool, the
     barrier at its end), once per parallel kernel when threads > 1."""
     per_channel_slowdown: Factor = 1.0
     """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
+    cache_bytes: Count = 0
+    """CPU units: the core's own cache (L2). A kernel whose bytes (activations in and out,
+    weights) exceed it moves the excess from the next level at ``spill_bandwidth_bytes_per_s``,
+    a stall on top of the kernel's time; 0: no such effect."""
+    spill_bandwidth_bytes_per_s: RateOrZero = 0.0
+    """Bandwidth of the bytes beyond ``cache_bytes`` (calibration fits it); 0: no effect."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -157,6 +170,17 @@ class Memory:
     efficiency: Fraction = 1.0
     """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
     re-reads); 1 when absent."""
+    burst_bytes: Count = 0
+    """Longest burst the accelerator issues to this memory (Arm Vela's ``<Mem>_burst_length``
+    in vela.ini): a read narrower than this still costs a whole burst; 0: not modelled."""
+    port: Count = 0
+    """The bus port the accelerator reaches this memory through: transfers to memories on
+    different ports overlap (Arm Vela: vela.ini ``axi0_port`` / ``axi1_port``, each op's
+    cycles the maximum over its memories' access cycles); on one port they add up."""
+    caches: tuple[Literal["activations"], ...] = ()
+    """Kinds (``activations``) this memory caches without being a capacity limit: a kernel
+    whose feature maps and weights fit in ``size_bytes`` reads and writes them here (Vela's
+    Dedicated_Sram arena cache)."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +245,9 @@ class OneTime:
     """Costs paid once, before the first inference."""
 
     graph_compile_s: Seconds = 0.0
+    graph_compile_s_per_weight_byte: Seconds = 0.0
+    """First-run compile seconds per byte of weights placed on the accelerator, over
+    ``graph_compile_s`` (a compiler that re-lays out and compresses every weight)."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +327,10 @@ class Target:
     @property
     def graph_compile_s(self) -> float:
         return self.one_time.graph_compile_s
+
+    @property
+    def graph_compile_s_per_weight_byte(self) -> float:
+        return self.one_time.graph_compile_s_per_weight_byte
 
     @property
     def quantize_float_to(self) -> str:
