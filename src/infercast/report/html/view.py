@@ -9,6 +9,7 @@ here and is HTML-escaped by the template engine (autoescape).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,17 @@ PLACEMENTS = ("accelerator", "partial", "cpu")
 MAX_CROSSINGS = 30
 MAX_PEAK_TENSORS = 12
 TIMELINE_COLUMNS = 480
+MAX_LAYERS = 5_000
+"""Above this many layers (every subgraph's included) the report is cut: the per-layer
+sections keep the :data:`TOP_LAYERS` that take the most time. Measured on this machine
+(``infercast report -t rpi4-cpu``): a 1,746-layer DenseNet-121 gives 1.5 MB of HTML in
+2.4 s, a 5,000-node chain 4.2 MB in 2.6 s, a 20,000-node chain 16.6 MB in 17 s and a
+100,000-node chain 83 MB in 47 s and 1.7 GB; models people deploy have up to a few
+thousand layers, and their reports are not cut."""
+TOP_LAYERS = 1_000
+"""Layers kept per section of a cut report (table rows, latency bars, roofline points)."""
+MAX_SEGMENT_ROWS = 100
+"""Placement segments listed in a cut report (largest first)."""
 
 
 @dataclass(frozen=True)
@@ -315,10 +327,20 @@ def _axis_cut(values: Sequence[float]) -> float | None:
     return OUTLIER_RATIO / 2 * v[k]
 
 
-def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
+def _slowest(layers: Sequence[LayerForecast], keep: int | None) -> set[int] | None:
+    """Positions in ``layers`` of the ``keep`` slowest (None: keep all)."""
+    if keep is None or len(layers) <= keep:
+        return None
+    return set(heapq.nlargest(keep, range(len(layers)), key=lambda i: layers[i].latency_s))
+
+
+def latency_bars(fc: Forecast, labels: Mapping[int, str], keep: int | None = None) -> Chart:
+    """One bar per layer that carries time; with ``keep``, only that many slowest are
+    drawn, each at its place in the execution order."""
     fr = Frame(height=230, bottom=36)
     layers = list(fc.layers)
     n = len(layers)
+    chosen = _slowest(layers, keep)
     cut = _axis_cut([ly.latency_s for ly in layers])
     shown_max = max(
         (ly.latency_s for ly in layers if cut is None or ly.latency_s <= cut), default=0.0
@@ -334,7 +356,7 @@ def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
     present: set[str] = set()
     total = fc.latency_s or 1.0
     for i, ly in enumerate(layers):
-        if ly.latency_s <= 0:
+        if ly.latency_s <= 0 or (chosen is not None and i not in chosen):
             continue
         present.add(ly.bound)
         over = ly.latency_s > top
@@ -383,6 +405,13 @@ def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
         f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
         "bounds each layer."
     )
+    if chosen is not None:
+        rest = sum(ly.latency_s for i, ly in enumerate(layers) if i not in chosen)
+        caption += (
+            f" Only the {len(chosen):,} slowest layers are drawn, at their place in the "
+            f"execution order; the other {n - len(chosen):,} take {human_seconds(rest)} "
+            "in all."
+        )
     if fc.invoke_s > 0:
         caption += (
             f" The total includes {human_seconds(fc.invoke_s)} of per-inference call "
@@ -476,13 +505,21 @@ def _roofs(fc: Forecast) -> tuple[list[tuple[str, float]], list[tuple[str, float
 
 
 def roofline(
-    fc: Forecast, labels: Mapping[int, str], analysis: Analysis, joined: Joined | None
+    fc: Forecast,
+    labels: Mapping[int, str],
+    analysis: Analysis,
+    joined: Joined | None,
+    keep: int | None = None,
 ) -> Chart:
+    """One point per kernel; with ``keep``, only that many slowest."""
     fr = Frame(width=640, height=440, left=78, right=20, bottom=44)
     pts: list[tuple[float, float, LayerForecast]] = []
     for ly in fc.layers:
         if ly.ops and ly.bytes and ly.latency_s > 0:
             pts.append((ly.ops / ly.bytes, ly.ops / ly.latency_s, ly))
+    all_pts = len(pts)
+    if keep is not None and all_pts > keep:
+        pts = heapq.nlargest(keep, pts, key=lambda p: p[2].latency_s)
     measured: list[tuple[float, float, str]] = []
     if joined is not None:
         cost = {c.index: c for c in analysis.main_layers()}
@@ -565,6 +602,8 @@ def roofline(
         "weights) against its forecast throughput; lines: the target's compute peaks and "
         "memory / link bandwidths. A kernel under a diagonal is bandwidth-limited there."
     )
+    if len(pts) < all_pts:
+        caption += f" Only the {len(pts):,} slowest of {all_pts:,} kernels are drawn."
     shares = sorted(
         perf / roof
         for _ai, perf, ly in pts
@@ -647,6 +686,7 @@ def memory_timeline(
                 "w": r1(max(xb - xa, 0.5)),
                 "h": r1(fr.y1 - fr.y0),
                 "title": f"{span}: {human_bytes(v)} alive (most at {step_name(where)})",
+                "v": v,
             }
         )
     pts.append(f"{fr.x1 if n else fr.x0},{r1(fr.y1)}")
@@ -722,16 +762,62 @@ def peak_tensors(m: MemoryAnalysis) -> list[Mark]:
 # --------------------------------------------------------------------------- #
 
 
-def placement_map(report: PlacementReport, labels: Mapping[int, str]) -> Chart:
+PLACEMENT_RANK = {"cpu": 2, "partial": 1, "accelerator": 0}
+"""Which placement a strip cell of a cut report shows when its layers differ: the CPU
+fallback, the one an engineer looks for, wins."""
+
+
+def _placement_runs(report: PlacementReport, xs: Scale, fr: Frame) -> list[Mark]:
+    """The placement strip of a cut report: one cell per run of consecutive layers with
+    the same placement, or, when there are more than :data:`TOP_LAYERS` runs, one per
+    bucket of :data:`TIMELINE_COLUMNS` (any CPU layer in it makes it a CPU cell)."""
+    layers = report.inference_layers
+    runs: list[tuple[int, int, str]] = []
+    for i, ly in enumerate(layers):
+        if runs and runs[-1][2] == ly.placement:
+            runs[-1] = (runs[-1][0], i, ly.placement)
+        else:
+            runs.append((i, i, ly.placement))
+    if len(runs) > TOP_LAYERS:
+        runs = []
+        for a, b, _v in bucket_max([0] * len(layers), TIMELINE_COLUMNS):
+            part = [ly.placement for ly in layers[a : b + 1]]
+            runs.append((a, b, max(part, key=lambda x: PLACEMENT_RANK.get(x, 0))))
+    marks: list[Mark] = []
+    for a, b, where in runs:
+        counts = {p: 0 for p in PLACEMENTS}
+        for ly in layers[a : b + 1]:
+            counts[ly.placement] = counts.get(ly.placement, 0) + 1
+        mix = ", ".join(f"{k:,} {p}" for p, k in counts.items() if k)
+        xa, xb = xs(a), xs(b + 1)
+        marks.append(
+            {
+                "x": r1(xa),
+                "y": fr.y0,
+                "w": r1(max(xb - xa, 0.5)),
+                "h": r1(fr.y1 - fr.y0),
+                "cls": f"p-{where}",
+                "title": f"#{layers[a].index}–#{layers[b].index}: {mix}",
+            }
+        )
+    return marks
+
+
+def placement_map(
+    report: PlacementReport, labels: Mapping[int, str], cut: bool = False
+) -> Chart:
+    """One strip cell per inference layer; ``cut``: one per run (or bucket) of layers."""
     fr = Frame(height=76, left=20, right=20, top=14, bottom=22)
     layers = report.inference_layers
     n = len(layers)
     xs = Scale(0, max(n, 1), fr.x0, fr.x1)
     pos = {ly.index: i for i, ly in enumerate(layers)}
     marks: list[Mark] = []
-    present: set[str] = set()
+    present: set[str] = {ly.placement for ly in layers}
     step = (fr.x1 - fr.x0) / max(n, 1)
-    for i, ly in enumerate(layers):
+    if cut:
+        marks = _placement_runs(report, xs, fr)
+    for i, ly in enumerate([] if cut else layers):
         present.add(ly.placement)
         why = "; ".join(r.text for r in ly.reasons[:2])
         marks.append(
@@ -762,7 +848,10 @@ def placement_map(report: PlacementReport, labels: Mapping[int, str]) -> Chart:
                 }
             )
     lines: list[Mark] = []
-    for c in report.internal_crossings():
+    crossings = report.internal_crossings()
+    if cut and len(crossings) > TOP_LAYERS:
+        crossings = heapq.nlargest(TOP_LAYERS, crossings, key=lambda c: c.bytes or 0)
+    for c in crossings:
         at = min(c.consumers) if c.consumers else c.producer
         if at is None or at not in pos:
             continue
@@ -792,7 +881,15 @@ def placement_map(report: PlacementReport, labels: Mapping[int, str]) -> Chart:
         legend=legend,
         caption=f"{split_line(report)}. {len(report.segments)} segment(s); {cr['count']} "
         f"accelerator↔CPU crossing(s) moving {human_bytes(cr['bytes'])} per inference; model "
-        f"inputs/outputs {human_bytes(cr['boundary_bytes'])}.",
+        f"inputs/outputs {human_bytes(cr['boundary_bytes'])}."
+        + (
+            f" With {n:,} layers, a cell covers a run of consecutive layers (hover for "
+            "them; a cell with any CPU layer shows CPU)"
+            + (f"; the {len(lines):,} largest crossings drawn" if len(lines) < cr["count"] else "")
+            + "."
+            if cut
+            else ""
+        ),
     )
 
 
@@ -852,7 +949,72 @@ def _shape(ly: LayerCost) -> str:
     )
 
 
-def layer_table(inp: ReportInputs, labels: Mapping[tuple[str, int], str]) -> dict[str, Any]:
+def kept_layers(inp: ReportInputs, keep: int) -> set[tuple[str, int]]:
+    """(subgraph, index) of the ``keep`` layers a cut report tables: by forecast time
+    (the largest share of its target's latency, over the targets), else by MACs;
+    ties go to the earlier layer."""
+    a = inp.analysis
+    main = a.graph.name
+    share: dict[int, float] = {}
+    for fc in inp.forecasts:
+        total = fc.latency_s or 1.0
+        for ly in fc.layers:
+            f = ly.latency_s / total
+            if f > share.get(ly.index, 0.0):
+                share[ly.index] = f
+    layers = a.layers
+
+    def score(i: int) -> tuple[float, int]:
+        ly = layers[i]
+        if inp.forecasts:
+            v = share.get(ly.index, 0.0) if ly.subgraph == main else 0.0
+        else:
+            v = float(ly.macs or 0)
+        return (v, -i)
+
+    top = heapq.nlargest(keep, range(len(layers)), key=score)
+    return {(layers[i].subgraph, layers[i].index) for i in top}
+
+
+def _rest_row(
+    inp: ReportInputs, kept: set[tuple[str, int]], per_target: Sequence[Mapping[int, Any]]
+) -> dict[str, Any]:
+    """One row that sums the layers a cut table leaves out."""
+    a = inp.analysis
+    main = a.graph.name
+    rest = [ly for ly in a.layers if (ly.subgraph, ly.index) not in kept]
+    idx = {ly.index for ly in rest if ly.subgraph == main}
+    macs = [ly.macs for ly in rest]
+    known = sum(x for x in macs if x is not None)
+    unknown = sum(1 for x in macs if x is None)
+    params = sum(ly.params for ly in rest)
+    weights = sum(ly.weight_bytes for ly in rest)
+    cells = [
+        _cell("", None),
+        _cell(f"the other {len(rest):,} layers", None, "name"),
+        _cell("", None),
+        _cell("", None),
+        _cell(human_count(known) + (" + ?" if unknown else ""), known, "",
+              f"{known:,}" + (f"; {unknown:,} layers of unknown cost" if unknown else "")),
+        _cell(human_count(params) if params else "", params),
+        _cell(human_bytes(weights) if weights else "", weights),
+        _cell("", None),
+        _cell("", None),
+    ]  # fmt: skip
+    for lf in per_target:
+        t = sum(f.latency_s for i, f in lf.items() if i in idx)
+        cells.append(_cell(human_seconds(t), t, "t", "forecast time of these layers in all"))
+    if inp.joined is not None:
+        cells.append(_cell("", None))
+    return {"cells": cells, "bounds": "", "status": "", "cls": "rest"}
+
+
+def layer_table(
+    inp: ReportInputs,
+    labels: Mapping[tuple[str, int], str],
+    kept: set[tuple[str, int]] | None = None,
+) -> dict[str, Any]:
+    """One row per layer; with ``kept``, those layers and one row summing the rest."""
     a, m = inp.analysis, inp.memory
     main = a.graph.name
     head: list[Mark] = [
@@ -880,6 +1042,8 @@ def layer_table(inp: ReportInputs, labels: Mapping[tuple[str, int], str]) -> dic
             measured[at] = (prev[0] + r.measured_s, prev[1] + len(r.layers))
     rows = []
     for ly in a.layers:
+        if kept is not None and (ly.subgraph, ly.index) not in kept:
+            continue
         label = labels.get((ly.subgraph, ly.index), shown(ly.name))
         ai = ly.arithmetic_intensity
         live = m.layer_live_bytes(ly.subgraph, ly.index)
@@ -937,7 +1101,10 @@ def layer_table(inp: ReportInputs, labels: Mapping[tuple[str, int], str]) -> dic
             }
         )
     present = sorted({b for r in rows for b in str(r["bounds"]).split()})
-    return {"head": head, "rows": rows, "bounds": present}
+    out: dict[str, Any] = {"head": head, "rows": rows, "bounds": present}
+    if kept is not None:
+        out["rest"] = _rest_row(inp, kept, per_target)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -1187,11 +1354,42 @@ def whatif_tables(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- #
 
 
+def cut_note(inp: ReportInputs) -> str:
+    """What a cut report leaves out, and where to find every layer."""
+    a = inp.analysis
+    n = len(a.layers)
+    by = (
+        "forecast time (the largest share of a target's latency)"
+        if inp.forecasts
+        else "MACs"
+    )
+    what = (
+        f"the latency bars and rooflines draw the {TOP_LAYERS:,} slowest layers of each "
+        "target, the placement strips one cell per run of layers, "
+        if inp.forecasts
+        else ""
+    )
+    g = a.graph
+    model = shown(g.path or g.name)
+    every = f"infercast analyze {model} -f csv (or -f json)"
+    for fc in inp.forecasts:
+        every += f"; infercast estimate {model} -t {shown(fc.target.name)} -f csv"
+    return (
+        f"This model has {n:,} layers, more than the {MAX_LAYERS:,} a report shows one by "
+        f"one: the layer table lists the {TOP_LAYERS:,} largest by {by} and one row that "
+        f"sums the other {n - TOP_LAYERS:,}; {what}the memory timeline the largest "
+        f"live bytes of each of at most {TIMELINE_COLUMNS} runs of steps (the peak is "
+        f"kept). Every layer: {every}."
+    )
+
+
 def build_view(inp: ReportInputs) -> dict[str, Any]:
     a = inp.analysis
     g = a.graph
     labels = graph_labels(g)
     main_labels = {i: lbl for (sub, i), lbl in labels.items() if sub == g.name}
+    cut = len(a.layers) > MAX_LAYERS
+    keep = TOP_LAYERS if cut else None
     targets = []
     for fc in inp.forecasts:
         rep = fc.placement
@@ -1199,10 +1397,10 @@ def build_view(inp: ReportInputs) -> dict[str, Any]:
             {
                 "name": shown(fc.target.name),
                 "description": shown(fc.target.description),
-                "bars": latency_bars(fc, main_labels),
+                "bars": latency_bars(fc, main_labels, keep),
                 "split": bound_split(fc),
-                "roofline": roofline(fc, main_labels, a, inp.joined),
-                "placement": placement_map(rep, main_labels) if rep.has_accelerator else None,
+                "roofline": roofline(fc, main_labels, a, inp.joined, keep),
+                "placement": placement_map(rep, main_labels, cut) if rep.has_accelerator else None,
                 "cpu_only": not rep.has_accelerator,
                 "segments": [
                     {
@@ -1211,8 +1409,13 @@ def build_view(inp: ReportInputs) -> dict[str, Any]:
                         "range": f"#{s.first_layer}–#{s.last_layer}",
                         "layers": s.layers,
                     }
-                    for s in rep.segments
+                    for s in (
+                        heapq.nlargest(MAX_SEGMENT_ROWS, rep.segments, key=lambda s: s.layers)
+                        if cut
+                        else rep.segments
+                    )
                 ],
+                "more_segments": max(len(rep.segments) - MAX_SEGMENT_ROWS, 0) if cut else 0,
                 "crossings": crossings_table(rep, main_labels),
                 "more_crossings": max(len(rep.internal_crossings()) - MAX_CROSSINGS, 0),
                 "reasons": reason_groups(rep, main_labels),
@@ -1252,7 +1455,8 @@ def build_view(inp: ReportInputs) -> dict[str, Any]:
             "tensors": peak_tensors(inp.memory),
             "more": max(len(inp.memory.peak.tensors) - MAX_PEAK_TENSORS, 0),
         },
-        "table": layer_table(inp, labels),
+        "table": layer_table(inp, labels, kept_layers(inp, TOP_LAYERS) if cut else None),
+        "cut": cut_note(inp) if cut else "",
         "whatif": whatif_tables(inp.whatif),
         "profile": shown(inp.profile_source) if inp.joined is not None else "",
         "notes": notes,
