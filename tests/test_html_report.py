@@ -147,6 +147,7 @@ def test_report_in_chromium(browser: Browser, example_model: Path, tmp_path: Pat
     assert len(shot) > 200_000
     assert colours > 50  # bars in four bound colours, placements, text: not a blank page
     assert len(text.encode()) < 1_000_000
+    assert 'id="cut-note"' not in text  # a model of a few hundred layers is not cut
 
 
 def test_report_with_profile_and_crossings(
@@ -354,3 +355,111 @@ def test_report_whatif_bad_input(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], (argv, err)
         assert not page.exists()
+
+
+def _long_chain(path: Path, n: int, mid: int) -> None:
+    """A chain of ``n`` ONNX nodes on [1, 8] floats: Relu everywhere but at ``mid`` and
+    ``mid + 1``, a MatMul pair that widens to [1, 1024] and narrows back (the only
+    MACs, 2 x 8 x 1024, and the peak of live bytes: 32 + 4,096 at both steps)."""
+    w1 = numpy_helper.from_array(np.ones((8, 1024), np.float32), "w1")
+    w2 = numpy_helper.from_array(np.ones((1024, 8), np.float32), "w2")
+    nodes = []
+    for k in range(n):
+        if k == mid:
+            nodes.append(helper.make_node("MatMul", [f"t{k}", "w1"], [f"t{k + 1}"], name=f"up{k}"))
+        elif k == mid + 1:
+            nodes.append(helper.make_node("MatMul", [f"t{k}", "w2"], [f"t{k + 1}"], name=f"dn{k}"))
+        else:
+            nodes.append(helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], name=f"r{k}"))
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 8])],
+        [w1, w2],
+    )
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+TABLE_SUMS = """(() => { const t = document.getElementById('layer-table');
+  const col = [...t.tHead.rows[0].cells].findIndex(h => h.textContent === COL);
+  const rows = [...t.tBodies[0].rows];
+  return {rows: rows.length, names: rows.map(r => r.cells[1].textContent),
+          body: rows.reduce((s, r) => s + (+r.cells[col].dataset.v || 0), 0),
+          rest: +t.tFoot.rows[0].cells[col].dataset.v,
+          restName: t.tFoot.rows[0].cells[1].textContent}; })()"""
+
+
+def test_report_cut_for_a_large_graph(browser: Browser, tmp_path: Path) -> None:
+    """Above MAX_LAYERS the per-layer sections are cut: TOP_LAYERS table rows plus one
+    row summing the rest, as many bars and roofline points, the timeline's columns
+    with the peak kept, a note saying what was cut; the page stays small."""
+    from infercast.report.html.view import MAX_LAYERS, TIMELINE_COLUMNS, TOP_LAYERS
+
+    n, mid = 20_000, 12_345
+    assert n > MAX_LAYERS
+    model = tmp_path / "chain.onnx"
+    _long_chain(model, n, mid)
+    page = tmp_path / "chain.html"
+    targets = ["rpi4-cpu", "edgetpu-usb"]
+    assert main(["report", str(model), "-t", targets[0], "-t", targets[1], "-o", str(page)]) == 0
+    text = page.read_text()
+    assert len(text.encode()) < 2_000_000  # uncut: 16.6 MB at 20,000 layers
+
+    a = infercast.analyze(model)
+    assert len(a.layers) == n and a.totals.macs == 2 * 8 * 1024
+    mem = a.to_dict()["totals"]
+    assert mem["activation_lower_bound_bytes"] == 4 * (8 + 1024)  # [1,8] in, [1,1024] out
+
+    _open(browser, page)
+    assert browser.evaluate("document.documentElement.dataset.ready") == "1"
+    assert browser.log.errors == []
+    note = browser.evaluate("document.getElementById('cut-note').textContent")
+    assert f"{n:,} layers" in note and f"{TOP_LAYERS:,} largest by forecast time" in note
+    assert f"the other {n - TOP_LAYERS:,}" in note
+    assert f"infercast analyze {model} -f csv" in note
+    assert all(f"-t {t} -f csv" in note for t in targets)
+
+    # The table: the slowest layers (the MatMul pair among them) and a row for the rest;
+    # rows and rest add up to the whole model, in MACs and in forecast seconds.
+    macs = browser.evaluate(TABLE_SUMS.replace("COL", "'MACs'"))
+    assert macs["rows"] == TOP_LAYERS
+    assert macs["restName"] == f"the other {n - TOP_LAYERS:,} layers"
+    assert f"up{mid}" in macs["names"] and f"dn{mid + 1}" in macs["names"]
+    assert macs["body"] + macs["rest"] == a.totals.macs
+    for t in targets:
+        fc = estimate(a.graph, t)
+        secs = browser.evaluate(TABLE_SUMS.replace("COL", repr(t)))
+        assert secs["body"] + secs["rest"] == pytest.approx(fc.latency_s - fc.invoke_s, rel=1e-9)
+        slowest = sorted((ly.latency_s for ly in fc.layers), reverse=True)[:TOP_LAYERS]
+        assert secs["body"] >= sum(slowest) * (1 - 1e-9)  # rather a tie than a smaller one
+
+    charts = {c["id"]: c for c in _charts(browser)}
+    for c in charts.values():
+        assert c["marks"] == c["want"] > 0, c
+    assert charts["bars-0"]["marks"] == charts["bars-1"]["marks"] == TOP_LAYERS
+    assert 0 < charts["roofline-0"]["marks"] <= TOP_LAYERS
+    assert charts["placement-1"]["marks"] <= TOP_LAYERS
+    # The timeline: columns hold the largest live bytes of their steps, so the peak is
+    # there, equal to analyze's largest live bytes at one step.
+    cols = browser.evaluate(
+        "[...document.querySelectorAll('#timeline rect.mark')].map(r => +r.dataset.v)"
+    )
+    assert len(cols) <= TIMELINE_COLUMNS
+    assert max(cols) == mem["activation_lower_bound_bytes"] <= mem["peak_activation_bytes"]
+
+    # Sorting keeps the summary row last (it is the table's foot, not a layer).
+    last = browser.evaluate(
+        """(() => { const th = [...document.querySelectorAll('#layer-table th')]
+                 .find(h => h.textContent === 'MACs'); th.click();
+           const t = document.getElementById('layer-table');
+           return [t.tBodies[0].rows[0].cells[1].textContent,
+                   t.rows[t.rows.length - 1].cells[1].textContent]; })()"""
+    )
+    assert last[0] in (f"up{mid}", f"dn{mid + 1}")
+    assert last[1] == f"the other {n - TOP_LAYERS:,} layers"
+    assert browser.log.errors == []
+
+    # Without a target, the table keeps the layers with the most MACs.
+    bare = infercast.html_report(model)
+    assert f"{TOP_LAYERS:,} largest by MACs" in bare and len(bare.encode()) < 1_000_000

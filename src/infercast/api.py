@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from infercast._gc import paused_gc
 from infercast.analysis.cost import Analysis, analyze_graph
 from infercast.analysis.memory import MemoryAnalysis, plan_graph
 from infercast.bench import BenchReport, plan_runs
@@ -597,25 +598,30 @@ def html_report(
     many = isinstance(whatif, list | tuple)
     docs = [_whatif_doc(w) for w in (whatif if many else [whatif]) if w is not None]
     graph = _graph(model, input_shapes)
-    memory = plan_graph(graph)
-    analysis = analyze_graph(graph)
-    forecasts = [
-        forecast(graph, t, placement=place(graph, t, memory=memory), analysis=analysis)
-        for t in loaded
-    ]
-    joined = None
-    if profile is not None:
-        joined = join_profile(analysis, read_profile(Path(profile), profile_kind))
-    text = render_html(
-        ReportInputs(
-            analysis=analysis,
-            memory=memory,
-            forecasts=tuple(forecasts),
-            joined=joined,
-            profile_source=os.fspath(profile) if profile is not None else "",
-            whatif=tuple(docs),
+    # The whole report builds acyclic per-layer records (placement, works, forecast
+    # layers, then the page's view): the cyclic collector would rescan them all again
+    # and again (infercast._gc). Measured on a 100,000-node chain: placement and
+    # forecast 5.1 s CPU with it on, 3.0 s paused.
+    with paused_gc():
+        memory = plan_graph(graph)
+        analysis = analyze_graph(graph)
+        forecasts = [
+            forecast(graph, t, placement=place(graph, t, memory=memory), analysis=analysis)
+            for t in loaded
+        ]
+        joined = None
+        if profile is not None:
+            joined = join_profile(analysis, read_profile(Path(profile), profile_kind))
+        text = render_html(
+            ReportInputs(
+                analysis=analysis,
+                memory=memory,
+                forecasts=tuple(forecasts),
+                joined=joined,
+                profile_source=os.fspath(profile) if profile is not None else "",
+                whatif=tuple(docs),
+            )
         )
-    )
     if output is not None:
         write_atomic(Path(output), text)
     return text

@@ -803,9 +803,7 @@ def _placement_runs(report: PlacementReport, xs: Scale, fr: Frame) -> list[Mark]
     return marks
 
 
-def placement_map(
-    report: PlacementReport, labels: Mapping[int, str], cut: bool = False
-) -> Chart:
+def placement_map(report: PlacementReport, labels: Mapping[int, str], cut: bool = False) -> Chart:
     """One strip cell per inference layer; ``cut``: one per run (or bucket) of layers."""
     fr = Frame(height=76, left=20, right=20, top=14, bottom=22)
     layers = report.inference_layers
@@ -1358,11 +1356,7 @@ def cut_note(inp: ReportInputs) -> str:
     """What a cut report leaves out, and where to find every layer."""
     a = inp.analysis
     n = len(a.layers)
-    by = (
-        "forecast time (the largest share of a target's latency)"
-        if inp.forecasts
-        else "MACs"
-    )
+    by = "forecast time (the largest share of a target's latency)" if inp.forecasts else "MACs"
     what = (
         f"the latency bars and rooflines draw the {TOP_LAYERS:,} slowest layers of each "
         "target, the placement strips one cell per run of layers, "
