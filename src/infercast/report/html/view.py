@@ -517,8 +517,8 @@ def roofline(
     for ly in fc.layers:
         if ly.ops and ly.bytes and ly.latency_s > 0:
             pts.append((ly.ops / ly.bytes, ly.ops / ly.latency_s, ly))
-    all_pts = len(pts)
-    if keep is not None and all_pts > keep:
+    every = pts
+    if keep is not None and len(pts) > keep:
         pts = heapq.nlargest(keep, pts, key=lambda p: p[2].latency_s)
     measured: list[tuple[float, float, str]] = []
     if joined is not None:
@@ -602,11 +602,11 @@ def roofline(
         "weights) against its forecast throughput; lines: the target's compute peaks and "
         "memory / link bandwidths. A kernel under a diagonal is bandwidth-limited there."
     )
-    if len(pts) < all_pts:
-        caption += f" Only the {len(pts):,} slowest of {all_pts:,} kernels are drawn."
+    if len(pts) < len(every):
+        caption += f" Only the {len(pts):,} slowest of {len(every):,} kernels are drawn."
     shares = sorted(
         perf / roof
-        for _ai, perf, ly in pts
+        for _ai, perf, ly in every
         if ly.bound == "compute"
         and ly.dtype is not None
         and ly.unit in fc.target.units
