@@ -152,6 +152,11 @@ class ComputeUnit:
     a stall on top of the kernel's time; 0: no such effect."""
     spill_bandwidth_bytes_per_s: RateOrZero = 0.0
     """Bandwidth of the bytes beyond ``cache_bytes`` (calibration fits it); 0: no effect."""
+    serial_ops: tuple[str, ...] = ()
+    """CPU units: ops (infercast op names, ``op`` or ``op:dtype`` with a peak dtype key such
+    as ``leaky_relu:int8``) the runtime runs outside its thread pool and does not fuse into
+    the kernel before them: TFLite built-in kernels the XNNPACK delegate does not take.
+    Each is its own kernel, on one thread whatever the thread count; empty: none."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
