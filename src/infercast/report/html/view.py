@@ -52,10 +52,10 @@ MAX_PEAK_TENSORS = 12
 TIMELINE_COLUMNS = 480
 MAX_LAYERS = 5_000
 """Above this many layers (every subgraph's included) the report is cut: the per-layer
-sections keep the :data:`TOP_LAYERS` that take the most time. Measured on this machine
-(``infercast report -t rpi4-cpu``): a 1,746-layer DenseNet-121 gives 1.5 MB of HTML in
-2.4 s, a 5,000-node chain 4.2 MB in 2.6 s, a 20,000-node chain 16.6 MB in 17 s and a
-100,000-node chain 83 MB in 47 s and 1.7 GB; models people deploy have up to a few
+sections keep the :data:`TOP_LAYERS` that take the most time. Measured uncut
+(``infercast report -t rpi4-cpu``, CPU time): a 1,746-layer DenseNet-121 gives 1.5 MB of
+HTML in 1.0 s, a 5,000-node chain 4.2 MB in 1.6 s, a 20,000-node chain 16.6 MB in 10.4 s
+and a 100,000-node chain 83 MB in 27 s and 1.7 GB; models people deploy have up to a few
 thousand layers, and their reports are not cut."""
 TOP_LAYERS = 1_000
 """Layers kept per section of a cut report (table rows, latency bars, roofline points)."""
