@@ -187,7 +187,8 @@ def check(
     ``exit_code`` is 0 when everything runs on the accelerator and fits, 3 when something
     falls back or does not fit, 4 when whether it fits is unknown (unknown tensor sizes)."""
     graph = _graph(model, input_shapes)
-    return _upgrade(CheckResult, place(graph, _target(target), memory=memory))
+    with paused_gc():  # acyclic per-layer records (see html_report)
+        return _upgrade(CheckResult, place(graph, _target(target), memory=memory))
 
 
 @dataclass(frozen=True)
@@ -226,14 +227,15 @@ def estimate(
     """
     graph = _graph(model, input_shapes)
     tgt = _target(target) if placement is None else placement.target
-    if placement is None:
-        placement = place(graph, tgt, memory=memory)
-    if analysis is None:
-        analysis = analyze_graph(graph)
-    fc = forecast(
-        graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
-        threads=threads, clock_hz=clock_hz,
-    )  # fmt: skip
+    with paused_gc():  # acyclic per-layer records (see html_report)
+        if placement is None:
+            placement = place(graph, tgt, memory=memory)
+        if analysis is None:
+            analysis = analyze_graph(graph)
+        fc = forecast(
+            graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
+            threads=threads, clock_hz=clock_hz,
+        )  # fmt: skip
     return _upgrade(EstimateResult, fc, analysis=analysis)
 
 
