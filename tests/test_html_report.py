@@ -463,3 +463,57 @@ def test_report_cut_for_a_large_graph(browser: Browser, tmp_path: Path) -> None:
     # Without a target, the table keeps the layers with the most MACs.
     bare = infercast.html_report(model)
     assert f"{TOP_LAYERS:,} largest by MACs" in bare and len(bare.encode()) < 1_000_000
+
+
+def test_report_cut_placement_strip(browser: Browser, tmp_path: Path) -> None:
+    """A cut report's placement strip: 6,000 layers alternating between the K210's KPU
+    (Relu) and its CPU (Sin, which the KPU lacks) are 6,000 runs, more than TOP_LAYERS:
+    one cell per bucket of layers instead, each showing the CPU it holds; the largest
+    crossings drawn and segments listed. At MAX_LAYERS layers, nothing is cut."""
+    from infercast.report.html.view import (
+        MAX_LAYERS,
+        MAX_SEGMENT_ROWS,
+        TIMELINE_COLUMNS,
+        TOP_LAYERS,
+    )
+
+    n = 6_000
+    nodes = [
+        helper.make_node("Relu" if k % 2 else "Sin", [f"t{k}"], [f"t{k + 1}"], name=f"n{k}")
+        for k in range(n)
+    ]
+    g = helper.make_graph(
+        nodes,
+        "alternating",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8, 4, 4])],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 8, 4, 4])],
+    )
+    model = tmp_path / "alternating.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    rep = infercast.check(model, "k210-kpu")
+    assert [ly.placement for ly in rep.inference_layers[:2]] == ["cpu", "accelerator"]
+    assert len(rep.segments) == n and len(rep.internal_crossings()) == n - 1
+
+    page = tmp_path / "alternating.html"
+    infercast.html_report(model, ["k210-kpu"], output=page)
+    _open(browser, page)
+    assert browser.log.errors == []
+    strip = browser.evaluate(
+        """(() => { const f = document.getElementById('placement-0');
+           return {cells: [...f.querySelectorAll('rect.mark')].map(r => r.getAttribute('class')),
+                   lines: f.querySelectorAll('line.crossing').length}; })()"""
+    )
+    assert 0 < len(strip["cells"]) <= TIMELINE_COLUMNS
+    assert set(strip["cells"]) == {"mark p-cpu"}  # every bucket holds a CPU layer
+    assert strip["lines"] == TOP_LAYERS
+    segments = browser.evaluate(
+        "[...document.querySelectorAll('#placement table.small')][0].tBodies[0].rows.length"
+    )
+    assert segments == MAX_SEGMENT_ROWS + 1  # and the "… and N smaller" row
+    assert f"… and {n - MAX_SEGMENT_ROWS} smaller" in page.read_text()
+
+    # At the threshold the report is whole: one table row per layer, no note.
+    edge = tmp_path / "edge.onnx"
+    _long_chain(edge, MAX_LAYERS, MAX_LAYERS // 2)
+    whole = infercast.html_report(edge)
+    assert 'id="cut-note"' not in whole and whole.count("data-status=") == MAX_LAYERS
