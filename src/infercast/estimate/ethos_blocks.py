@@ -202,3 +202,82 @@ def ifm_read_elements(
         count *= _div_up(ofm[2], bd)
     subkernels = _div_up(kernel[1], _SUBKERNEL_MAX) * _div_up(kernel[0], _SUBKERNEL_MAX)
     return ih * iw * _ceil_to(ifm[2], brick_depth) * subkernels * count
+
+
+# EthosU55PerfInfo rows (ethos_u55.cpp s_EthosU55PerfInfo, ethos_u65.cpp s_EthosU65PerfInfo):
+# outputCycles[7] (the output cycles per element of a convolution, depthwise or average pool
+# with 32-bit accumulators), outputCycles[6] (MaxPool), and activationCycles (LUT, ReLU, none).
+_OUTPUT_CYCLES: dict[str, tuple[float, float]] = {
+    "ethos-u55-128": (0.5, 0.25),
+    "ethos-u55-256": (0.25, 0.125),
+    "ethos-u65-256": (0.25, 0.125),
+}
+_ACTIVATION_CYCLES: dict[str, dict[str, float]] = {
+    "ethos-u55-128": {"lut": 1.0, "relu": 0.5, "none": 0.0},
+    "ethos-u55-256": {"lut": 1.0, "relu": 0.25, "none": 0.0},
+    "ethos-u65-256": {"lut": 1.0, "relu": 0.25, "none": 0.0},
+}
+
+
+def mac_op_cycles(
+    accel: str,
+    kind: str,
+    block: Block,
+    ifm: tuple[int, int, int],
+    ofm: tuple[int, int, int],
+    kernel: tuple[int, int],
+    activation: str = "none",
+    max_pool: bool = False,
+) -> int:
+    """NPU cycles Vela's ``EstimateMacOpCycles`` (``ethos_u55_performance.cpp``) gives an
+    int8 op cut into ``block``: per OFM block the larger of the MAC cycles
+    (``EstimateMacCyclesPerBlock``: micro-blocks x kernel steps, at least the 32-cycle
+    write-back per micro-block step, times the IFM depth blocks of a convolution) and the
+    output-stage cycles (``EstimateAOCyclesPerElement`` x block elements), times the number
+    of blocks. ``activation`` is ``relu``, ``lut`` (sigmoid, tanh, hard-swish and other
+    table activations) or ``none``. The command-issue limit and the first / last block's
+    memory latency are left out (small beside the blocks on the layers of whole models)."""
+    cfg = ACCEL_CONFIGS[accel]
+    uh, uw, ud = cfg.ofm_ublock
+    if kind == "conv" and uh == 2 and ofm[0] == 1 and ofm[1] % 2 == 0 and kernel[0] == 1:
+        uh, uw = 1, 4  # GetOfmMicroBlock's 1-row optimisation
+    bh, bw, bd = (min(o, b) for o, b in zip(ofm, block.ofm, strict=True))
+    nh, nw, nd = _div_up(bh, uh), _div_up(bw, uw), _div_up(bd, ud)
+    n_wh = nh * nw
+    ifm_bd = min(ifm[2], block.ifm[2])
+    part = kind == "conv" and _part_kernel(ifm[2], kernel[0] * kernel[1])
+    cycles_wb = 32 * ud // 8
+    mac = 0
+    for x in range(0, kernel[1], _SUBKERNEL_MAX):
+        for y in range(0, kernel[0], _SUBKERNEL_MAX):
+            sub = min(kernel[0] - y, _SUBKERNEL_MAX) * min(kernel[1] - x, _SUBKERNEL_MAX)
+            if kind == "pool":
+                steps = 1
+                cycles = max(4, sub) * n_wh * nd * (8 // 2)
+            elif kind == "depthwise":
+                steps = _div_up(sub, 4)
+                cycles = max(cycles_wb, 4 * n_wh) * steps * nd
+            elif not part:
+                steps = sub
+                cycles = max(cycles_wb, 4 * n_wh) * steps * nd
+            else:
+                steps = _div_up(sub, 4)
+                cycles = max(cycles_wb, 4 * n_wh) * steps * nd * _div_up(ifm_bd, 8)
+            delay = 0
+            if n_wh == 1:
+                if nd == 1:
+                    delay = 2 * steps
+                elif steps > 1:
+                    delay = 2 * (steps - 1) * nd
+            if part:
+                delay *= _div_up(ifm_bd, 8)
+            mac += cycles + delay
+    if kind == "conv":
+        mac *= _div_up(ifm[2], ifm_bd)
+    n_blocks = (_div_up(ofm[0], uh) * _div_up(ofm[1], uw) * _div_up(ofm[2], ud)) / (nh * nw * nd)
+    out_cycles, max_pool_cycles = _OUTPUT_CYCLES[accel]
+    per_elem = max(max_pool_cycles if max_pool else out_cycles, _ACTIVATION_CYCLES[accel][activation])
+    ao = float(np.ceil(per_elem * bh * bw * bd))
+    if mac > ao:
+        return int(mac * n_blocks)
+    return int(ao * n_blocks + mac)
