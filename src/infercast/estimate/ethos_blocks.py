@@ -276,7 +276,9 @@ def mac_op_cycles(
         mac *= _div_up(ifm[2], ifm_bd)
     n_blocks = (_div_up(ofm[0], uh) * _div_up(ofm[1], uw) * _div_up(ofm[2], ud)) / (nh * nw * nd)
     out_cycles, max_pool_cycles = _OUTPUT_CYCLES[accel]
-    per_elem = max(max_pool_cycles if max_pool else out_cycles, _ACTIVATION_CYCLES[accel][activation])
+    per_elem = max(
+        max_pool_cycles if max_pool else out_cycles, _ACTIVATION_CYCLES[accel][activation]
+    )
     ao = float(np.ceil(per_elem * bh * bw * bd))
     if mac > ao:
         return int(mac * n_blocks)

@@ -19,7 +19,13 @@ import numpy as np
 
 from infercast.analysis.cost import Analysis, LayerCost
 from infercast.errors import InfercastError
-from infercast.estimate.ethos_blocks import ACCEL_CONFIGS, Block, find_block, ifm_read_elements
+from infercast.estimate.ethos_blocks import (
+    ACCEL_CONFIGS,
+    Block,
+    find_block,
+    ifm_read_elements,
+    mac_op_cycles,
+)
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
@@ -412,6 +418,46 @@ def vela_block(
     stride, dilation = _pair(node.attrs.get("strides")), _pair(node.attrs.get("dilations"))
     block = find_block(accel, kind, ifm, ofm, kernel, stride, dilation)
     return None if block is None else (kind, block, ifm, ofm, kernel)
+
+
+def _vela_accel(target: Target) -> str:
+    """The Vela accelerator config the target names (``[toolchain] vela_accelerator_config``)
+    when :mod:`infercast.estimate.ethos_blocks` knows it, else ''."""
+    tc = target.raw.get("toolchain", {})
+    accel = str(tc.get("vela_accelerator_config", "")) if isinstance(tc, Mapping) else ""
+    return accel if accel in ACCEL_CONFIGS else ""
+
+
+_LUT_ACTIVATIONS = {"sigmoid", "tanh", "hard_swish", "hard_sigmoid", "swish", "gelu", "elu"}
+_RELU_ACTIVATIONS = {"relu", "relu6", "clip", "leaky_relu"}
+
+
+def _activation_kind(members: list[Node]) -> str:
+    """Vela's output-stage class of a kernel's activation: ``lut`` (table), ``relu`` or
+    ``none`` (``EstimateAOCyclesPerElement``'s activationPerfIndex)."""
+    act = str(members[0].attrs.get("fused_activation") or "").lower()
+    ops = {m.op for m in members[1:]} | ({act} if act else set())
+    if ops & _LUT_ACTIVATIONS or act == "relu_n1_to_1":
+        return "lut"
+    if ops & _RELU_ACTIVATIONS:
+        return "relu"
+    return "none"
+
+
+def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | None:
+    """ops_eff / ops for a convolution or fully-connected kernel on an Ethos-U: Vela's NPU
+    cycles for the layer (:func:`infercast.estimate.ethos_blocks.mac_op_cycles`, on the
+    block Vela's search picks) over its MACs at the full MAC rate. None for other ops, or
+    when ``accel`` is not a Vela config this module knows."""
+    if not accel:
+        return None
+    found = vela_block(graph, members[0], accel)
+    if found is None or found[0] != "conv":
+        return None
+    kind, block, ifm, ofm, kernel = found
+    macs = kernel[0] * kernel[1] * ifm[2] * ofm[0] * ofm[1] * ofm[2]
+    cycles = mac_op_cycles(accel, kind, block, ifm, ofm, kernel, _activation_kind(members))
+    return cycles * ACCEL_CONFIGS[accel].macs / macs if macs > 0 else None
 
 
 def ifm_refetch_bytes(
