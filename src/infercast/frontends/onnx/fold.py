@@ -47,7 +47,9 @@ def _value_of_constant(node: Any) -> np.ndarray[Any, Any] | None:
 
     for a in node.attribute:
         if a.name == "value" and a.HasField("t"):
-            if a.t.data_location == 1:
+            # External data, or too large to fold (the data of large constants is
+            # not read from the file: wire.py).
+            if a.t.data_location == 1 or math.prod(a.t.dims) > MAX_ELEMENTS:
                 return None
             return np.asarray(numpy_helper.to_array(a.t))
         if a.name == "value_int":

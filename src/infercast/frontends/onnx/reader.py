@@ -33,7 +33,7 @@ import numpy as np
 from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
-from infercast.ops.registry import get_handler, ops_where
+from infercast.ops.registry import ops_where
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -266,7 +266,9 @@ class _ProtoGraph:
                     self.bodies.append(walked)
             else:
                 attrs, graphs = {}, _NO_GRAPHS
-            append((n.op_type, n.domain, n.name, tuple(n.input), tuple(n.output), attrs, graphs))
+            # (a slice of a repeated field is built in C: quicker than iterating it)
+            ins, outs = tuple(n.input[:]), tuple(n.output[:])
+            append((n.op_type, n.domain, n.name, ins, outs, attrs, graphs))
 
     def walk(self) -> list[_ProtoGraph]:
         """This graph and every body, depth first (the order of :func:`_graph_protos`)."""
@@ -870,38 +872,48 @@ class _Reading:
         else:
             called = ()
         in_tensors = [tensors[x] if x else None for x in ins]
-        const_ins = [t for t in in_tensors if t is not None]
-        folded = self.folded(op, const_ins)
+        folded = self.folded(op, in_tensors)
         if op in _CANONICAL_ATTR_OPS:
             attrs = _canonical_attrs(op, dict(attrs), in_tensors)
             if op == "conv":
                 op = _maybe_depthwise(attrs, in_tensors)
         shapes = self.shapes
-        for out_name in outs:
-            if not out_name:
-                continue
-            o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
-            if folded:
-                tensors[out_name] = _output_tensor(out_name, o_dtype, o_shape, op, attrs, const_ins)
-            else:
-                tensors[out_name] = Tensor(
-                    out_name,
-                    o_dtype,
-                    o_shape,
-                    "NCHW" if o_shape is not None and len(o_shape) == 4 else None,
-                )
-        if op == "constant":
-            attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
+        if folded:
+            const_ins = [t for t in in_tensors if t is not None]
+            for out_name in outs:
+                if out_name:
+                    o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
+                    tensors[out_name] = _output_tensor(
+                        out_name, o_dtype, o_shape, op, attrs, const_ins
+                    )
+            if op == "constant":
+                attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
+        else:
+            for out_name in outs:
+                if out_name:
+                    o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
+                    tensors[out_name] = Tensor(
+                        out_name,
+                        o_dtype,
+                        o_shape,
+                        "NCHW" if o_shape is not None and len(o_shape) == 4 else None,
+                    )
         return Node(i, name, op, op_type, ins, outs, attrs, called, domain, folded)
 
-    def folded(self, op: str, const_ins: list[Tensor]) -> bool:
-        """Computed once at load: a Constant, or an op of constant inputs only that draws
-        no random values and calls no subgraph."""
+    def folded(self, op: str, in_tensors: list[Tensor | None]) -> bool:
+        """Computed once at load: a Constant, or an op of constant inputs only (at least
+        one) that draws no random values and calls no subgraph."""
         if op == "constant":
             return True
-        if not const_ins or op in self.never_folded:
+        if op in self.never_folded:
             return False
-        return all(t.is_constant for t in const_ins)
+        some = False
+        for t in in_tensors:
+            if t is not None:
+                if not t.is_constant:
+                    return False
+                some = True
+        return some
 
     def body(self, name: str, key: str, body: _ProtoGraph, attrs: dict[str, Any]) -> str:
         """Read a called body (it sees every tensor known so far); its name."""
@@ -913,6 +925,12 @@ class _Reading:
             self.path, body, visible, self.notes, self.shapes, self.constants
         )
         return sub_name
+
+
+@functools.cache
+def _generators() -> frozenset[str]:
+    """Ops that make a tensor from arguments alone (the op table's facts)."""
+    return ops_where(lambda h: h.generator)
 
 
 @functools.cache
@@ -940,13 +958,12 @@ def _output_tensor(
     if op == "constant":
         proto = next((v for v in attrs.values() if hasattr(v, "SerializeToString")), None)
         if proto is not None and hasattr(proto, "data_type"):
-            onnx = _onnx()
             dtype = _dtype(proto.data_type)
-            shape = tuple(int(d) for d in proto.dims)
-            n = int(np.prod(shape)) if shape else 1
+            dims: tuple[int, ...] = tuple(proto.dims)
+            shape = dims
+            n = math.prod(dims)
             storage = _initializer_bytes(proto, dtype, n)
             value = _small_value(proto, dtype, n)
-            del onnx
         else:
             for k in ("value_int", "value_ints", "value_float", "value_floats"):
                 if k in attrs:
@@ -954,9 +971,8 @@ def _output_tensor(
                     storage = arr.nbytes
                     if arr.dtype.kind == "i":
                         value = arr.astype(np.int64)
-    elif (facts := get_handler(op)) is not None and facts.generator:
-        t = Tensor(name=name, dtype=dtype, shape=shape)
-        storage = t.nbytes or 0
+    elif op in _generators():
+        storage = Tensor(name, dtype, shape).nbytes or 0
     else:
         src = max(const_ins, key=lambda t: t.storage_bytes)
         storage = src.storage_bytes
