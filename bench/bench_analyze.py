@@ -18,11 +18,22 @@ path, in this process, timed in alternation:
   its stdout is captured), and, for reference, ``Model(path)`` +
   ``graph.shape_infer()`` + ``graph.profile()`` without the table.
 
-Medians of ``--repeat`` runs (this machine is noisy); the ratio is onnx-tool
-time / infercast time. Models with symbolic input dimensions get 1 for each
-(the same shapes are given to both tools). MAC totals are printed side by side;
-they differ where the conventions do (onnx-tool counts elementwise ops and
-biases as MACs: see ../shared/reference/figures.md).
+Medians of ``--repeat`` runs (this machine is noisy), each timed as wall clock
+and as CPU time of this process (``time.process_time``: on a shared machine the
+wall clock also counts waiting for a core); the ratio is onnx-tool time /
+infercast time, by CPU time and by wall clock. Both tools start from the file
+path: onnx-tool's time includes its ``onnx.load`` (weights included), ours the
+reading of the file (weights left out, see ``frontends/onnx/wire.py``). Models
+with symbolic input dimensions get the input shapes the shape oracle runs them
+with (``tests/test_shape_oracle.py``: PP-OCR at 320 px, nudenet at 320x320,
+silero's 512 samples), else 1 for each symbolic dimension; the same shapes are
+given to both tools. MAC totals are printed side by side; they differ where the
+conventions do (onnx-tool counts elementwise ops and biases as MACs: see
+../shared/reference/figures.md).
+
+``--stages MODEL`` prints where infercast's time goes for one model (CPU time per
+stage, each stage's own time without the stages inside it, medians; the cyclic
+garbage collector's runs as a row of their own).
 
 Synthetic graphs (a chain of Conv 1x1 -> Relu -> Add(residual) -> Mul, 4 nodes
 per block) of ``--sizes`` nodes are each analysed in a fresh process (after a
@@ -53,6 +64,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "tests"))
 
 Shapes = dict[str, tuple[int, ...]]
 WHEEL_GROUPS = ("silero", "rapidocr", "nudenet", "basic_pitch", "edge")
@@ -87,6 +99,14 @@ def synthetic_model(path: Path, blocks: int = 1250) -> int:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(model, path)
     return len(nodes)
+
+
+def bench_shapes(path: Path) -> Shapes:
+    """The shapes the shape oracle runs ``path`` with, else :func:`fixed_shapes`."""
+    from test_shape_oracle import RECIPES
+
+    recipe = RECIPES.get(path.name)
+    return dict(recipe) if recipe else fixed_shapes(path)
 
 
 def fixed_shapes(path: Path) -> Shapes:
@@ -131,9 +151,15 @@ def run_onnx_tool(path: Path, shapes: Shapes, table: bool) -> int | None:
     return int(macs) if macs is not None else None
 
 
-def medians(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, float | None]:
-    """Median seconds of each function, run in alternation (a failing one gives None)."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
+Timing = tuple[float, float]
+"""Median (wall seconds, CPU seconds)."""
+
+
+def medians(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, Timing | None]:
+    """Median wall and CPU seconds of each function, run in alternation (a failing one
+    gives None)."""
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    cpus: dict[str, list[float]] = {k: [] for k in fns}
     failed: set[str] = set()
     for fn_name, fn in fns.items():  # warm-up: imports, caches
         try:
@@ -145,10 +171,14 @@ def medians(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, f
         for fn_name, fn in fns.items():
             if fn_name in failed:
                 continue
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
-            times[fn_name].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) if v else None for k, v in times.items()}
+            cpus[fn_name].append(time.process_time() - c0)
+            walls[fn_name].append(time.perf_counter() - t0)
+    return {
+        k: (statistics.median(walls[k]), statistics.median(cpus[k])) if walls[k] else None
+        for k in fns
+    }
 
 
 def real_models() -> list[tuple[str, Path]]:
@@ -168,17 +198,25 @@ def _ms(t: float | None) -> str:
     return "-" if t is None else f"{t * 1e3:.1f}"
 
 
+def _ratio(peer: Timing | None, ours: Timing | None, i: int) -> float | None:
+    return peer[i] / ours[i] if peer and ours and ours[i] > 0 else None
+
+
+def _x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.1f}x"
+
+
 def bench_real(repeat: int) -> list[float]:
+    """Side by side on every real model; returns the CPU-time ratios."""
     print(
-        f"{'model':44} {'nodes':>6} {'ic ms':>8} {'ic+plan':>8} {'ot ms':>9} "
-        f"{'ratio':>7} {'ratio+plan':>10} {'ot-notable':>10} {'ic MACs':>15} {'ot MACs':>15}"
+        f"{'model':44} {'nodes':>6} {'ic ms':>7} {'(cpu)':>7} {'+plan':>7} {'ot ms':>7} "
+        f"{'(cpu)':>7} {'ratio':>6} {'(wall)':>6} {'+plan':>6} {'ot-bare':>7} "
+        f"{'ic MACs':>15} {'ot MACs':>15}"
     )
-    ratios: list[float] = []
-    ratios_plan: list[float] = []
-    ratios_bare: list[float] = []
+    ratios: dict[str, list[float]] = {"cpu": [], "wall": [], "plan": [], "bare": []}
     for name, path in real_models():
         nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
-        shapes = fixed_shapes(path)
+        shapes = bench_shapes(path)
         try:
             our_macs = run_infercast(path, shapes, False)
         except Exception as exc:  # e.g. inputs that 1s do not make consistent: say so, go on
@@ -198,33 +236,33 @@ def bench_real(repeat: int) -> list[float]:
             repeat,
         )
         ic, ic_plan, ot, ot_bare = t["ic"], t["ic_plan"], t["ot"], t["ot_bare"]
-        r = ot / ic if ot and ic else None
-        rp = ot / ic_plan if ot and ic_plan else None
-        rb = ot_bare / ic if ot_bare and ic else None
-        if r is not None and rp is not None:
-            ratios.append(r)
-            ratios_plan.append(rp)
-        if rb is not None:
-            ratios_bare.append(rb)
+        r_cpu, r_wall = _ratio(ot, ic, 1), _ratio(ot, ic, 0)
+        r_plan, r_bare = _ratio(ot, ic_plan, 1), _ratio(ot_bare, ic, 1)
+        for key, r in (("cpu", r_cpu), ("wall", r_wall), ("plan", r_plan), ("bare", r_bare)):
+            if r is not None:
+                ratios[key].append(r)
         print(
-            f"{name:44} {nodes:>6} {_ms(ic):>8} {_ms(ic_plan):>8} {_ms(ot):>9} "
-            f"{'-' if r is None else f'{r:.1f}x':>7} {'-' if rp is None else f'{rp:.1f}x':>10} "
-            f"{_ms(ot_bare):>10} {our_macs:>15,} "
-            f"{'-' if peer_macs is None else f'{peer_macs:,}':>15}"
+            f"{name:44} {nodes:>6} {_ms(ic and ic[0]):>7} {_ms(ic and ic[1]):>7} "
+            f"{_ms(ic_plan and ic_plan[1]):>7} {_ms(ot and ot[0]):>7} {_ms(ot and ot[1]):>7} "
+            f"{_x(r_cpu):>6} {_x(r_wall):>6} {_x(r_plan):>6} {_ms(ot_bare and ot_bare[1]):>7} "
+            f"{our_macs:>15,} {'-' if peer_macs is None else f'{peer_macs:,}':>15}"
         )
-    if ratios:
+    if ratios["cpu"]:
+        cpu = ratios["cpu"]
         print(
-            f"\nmedian speed-up over onnx-tool model_profile, {len(ratios)} models: "
-            f"{statistics.median(ratios):.1f}x analyze (load + cost), "
-            f"{statistics.median(ratios_plan):.1f}x with the memory plan "
-            f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x)"
+            f"\nmedian speed-up over onnx-tool model_profile, {len(cpu)} models: "
+            f"{statistics.median(cpu):.1f}x by CPU time, "
+            f"{statistics.median(ratios['wall']):.1f}x by wall clock "
+            f"(CPU: min {min(cpu):.1f}x, max {max(cpu):.1f}x; "
+            f"{sum(r >= 10 for r in cpu)} of {len(cpu)} at 10x or more); "
+            f"{statistics.median(ratios['plan']):.1f}x with the memory plan (CPU)"
         )
-    if ratios_bare:
+    if ratios["bare"]:
         print(
-            "median speed-up over onnx-tool Model+shape_infer+profile (no table): "
-            f"{statistics.median(ratios_bare):.1f}x"
+            "median speed-up over onnx-tool Model+shape_infer+profile (no table), CPU: "
+            f"{statistics.median(ratios['bare']):.1f}x"
         )
-    return ratios
+    return ratios["cpu"]
 
 
 _PEAK_RSS = """
@@ -262,11 +300,11 @@ _PEER_CHILD = (
     + """
 import contextlib, io, json, sys, time
 import onnx_tool
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 with contextlib.redirect_stdout(io.StringIO()):
     onnx_tool.model_profile(sys.argv[1])
-t1 = time.perf_counter()
-print(json.dumps({"s": t1 - t0, "rss_bytes": peak_rss()}))
+t1, c1 = time.perf_counter(), time.process_time()
+print(json.dumps({"s": t1 - t0, "cpu_s": c1 - c0, "rss_bytes": peak_rss()}))
 """
 )
 
@@ -283,7 +321,8 @@ def _child(code: str, *args: str) -> dict[str, float]:
 def bench_synthetic(sizes: list[int], peer_max: int) -> None:
     print(
         f"\n{'synthetic':10} {'nodes':>7} {'analyze s':>10} {'(cpu s)':>8} {'+plan s':>8} "
-        f"{'(cpu s)':>8} {'RSS MB':>7} {'RSS+plan MB':>11} {'onnx-tool s':>12} {'ratio':>6}"
+        f"{'(cpu s)':>8} {'RSS MB':>7} {'RSS+plan MB':>11} {'onnx-tool s':>12} {'(cpu s)':>8} "
+        f"{'ratio':>6}"
     )
     tmp = Path(tempfile.mkdtemp())
     warm = tmp / "warm.onnx"
@@ -296,13 +335,92 @@ def bench_synthetic(sizes: list[int], peer_max: int) -> None:
         peer = _child(_PEER_CHILD, str(path)) if nodes <= peer_max else None
         total = plan["analyze_s"] + plan["plan_s"]
         total_cpu = plan["analyze_cpu_s"] + plan["plan_cpu_s"]
-        ratio = f"{peer['s'] / cost['analyze_s']:.1f}x" if peer else "-"
+        ratio = f"{peer['cpu_s'] / cost['analyze_cpu_s']:.1f}x" if peer else "-"
         peer_s = f"{peer['s']:.2f}" if peer else "-"
+        peer_cpu = f"{peer['cpu_s']:.2f}" if peer else "-"
         print(
             f"{'chain':10} {nodes:>7} {cost['analyze_s']:>10.2f} {cost['analyze_cpu_s']:>8.2f} "
             f"{total:>8.2f} {total_cpu:>8.2f} {cost['rss_bytes'] / 2**20:>7.0f} "
-            f"{plan['rss_bytes'] / 2**20:>11.0f} {peer_s:>12} {ratio:>6}"
+            f"{plan['rss_bytes'] / 2**20:>11.0f} {peer_s:>12} {peer_cpu:>8} {ratio:>6}"
         )
+
+
+# (module, function, stage) wrapped by --stages; a function a refactor renamed is skipped.
+_STAGES = (
+    ("infercast.frontends.onnx", "read_structure", "read the file (wire walk)"),
+    ("onnx", "load_model_from_string", "protobuf parse"),
+    ("infercast.frontends.onnx.reader", "_ProtoGraph", "read node fields (proto walk)"),
+    ("infercast.frontends.onnx.reader", "_fix_inputs", "input shapes"),
+    ("infercast.frontends.onnx.reader", "_declarations", "declarations set aside"),
+    ("infercast.frontends.onnx.reader", "_try_infer", "ONNX shape inference (C++)"),
+    ("infercast.frontends.onnx.reader", "_collect_shapes", "read inferred shapes"),
+    ("infercast.frontends.onnx.fold", "fold_for_inference", "constant folding (onnx.reference)"),
+    ("infercast.frontends.onnx.reader", "_graph", "IR build"),
+    ("infercast.frontends.onnx.shapes", "infer_missing_shapes", "shape rules (ours)"),
+    ("infercast.api", "analyze_graph", "cost walk"),
+)
+
+
+def bench_stages(path: Path, repeat: int) -> None:
+    """CPU time per stage of ``infercast.analyze(path)``: medians of ``repeat`` runs."""
+    import gc
+    import importlib
+
+    import infercast
+
+    per_run: dict[str, float] = {}
+    stack: list[str] = []
+
+    def wrap(fn: Callable[..., object], stage: str) -> Callable[..., object]:
+        def timed(*args: object, **kwargs: object) -> object:
+            t0 = time.process_time()
+            stack.append(stage)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                stack.pop()
+                dt = time.process_time() - t0
+                per_run[stage] = per_run.get(stage, 0.0) + dt
+                if stack:  # each stage's own time: not counted in the one around it
+                    per_run[stack[-1]] = per_run.get(stack[-1], 0.0) - dt
+
+        return timed
+
+    for module, attr, stage in _STAGES:
+        mod = importlib.import_module(module)
+        fn = getattr(mod, attr, None)
+        if fn is not None:
+            setattr(mod, attr, wrap(fn, stage))
+    gc_start = [0.0]
+
+    def gc_timer(phase: str, info: Mapping[str, int]) -> None:
+        if phase == "start":
+            gc_start[0] = time.process_time()
+        else:
+            dt = time.process_time() - gc_start[0]
+            per_run["garbage collector"] = per_run.get("garbage collector", 0.0) + dt
+            if stack:
+                per_run[stack[-1]] = per_run.get(stack[-1], 0.0) - dt
+
+    shapes = bench_shapes(path) or None
+    infercast.analyze(path, shapes)  # imports, first-call set-up
+    gc.callbacks.append(gc_timer)
+    runs: list[dict[str, float]] = []
+    totals: list[float] = []
+    for _ in range(repeat):
+        per_run.clear()
+        c0 = time.process_time()
+        infercast.analyze(path, shapes)
+        totals.append(time.process_time() - c0)
+        runs.append(dict(per_run))
+    gc.callbacks.remove(gc_timer)
+    total = statistics.median(totals)
+    stages = {k for r in runs for k in r}
+    rows = {k: statistics.median(r.get(k, 0.0) for r in runs) for k in stages}
+    rows["other (paths, checks, Graph objects)"] = max(total - sum(rows.values()), 0.0)
+    print(f"\n{path.name}: infercast.analyze {total * 1e3:.2f} ms CPU (median of {repeat})")
+    for stage, t in sorted(rows.items(), key=lambda kv: -kv[1]):
+        print(f"  {stage:40} {t * 1e3:8.2f} ms  {t / total:5.1%}")
 
 
 def main() -> None:
@@ -311,7 +429,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="5000,50000,100000", help="synthetic graph sizes (nodes)")
     ap.add_argument("--peer-max-nodes", type=int, default=5000)
     ap.add_argument("--skip-real", action="store_true")
+    ap.add_argument("--stages", nargs="*", default=None, help="models: per-stage CPU time")
     args = ap.parse_args()
+    if args.stages is not None:
+        for model in args.stages:
+            bench_stages(Path(model), max(args.repeat, 5))
+        return
     if not args.skip_real:
         bench_real(args.repeat)
     sizes = [int(s) for s in args.sizes.split(",") if s]
