@@ -246,25 +246,47 @@ class _Walker:
         return self.sub_totals[name]
 
     def layer(self, graph: Graph, node: Node) -> LayerCost:
-        handler = self.handlers.get(node.op)
         tensors = graph.tensors
         outs = [tensors[n] for n in node.outputs if n]
         ins = [tensors[n] if n else None for n in node.inputs]
-        act_in = [t for t in ins if t is not None and not t.is_constant]
-        if len(act_in) > 1:
-            act_in = list(dict.fromkeys(act_in))
+        act_in: list[Tensor] = []  # distinct activation inputs
+        has_constant = False
+        for t in ins:
+            if t is not None:
+                if t.is_constant:
+                    has_constant = True
+                elif t not in act_in:
+                    act_in.append(t)
         folded = node.folded
-        weights = [] if folded else _weights(node, ins, handler)
+        if folded:
+            return LayerCost(
+                graph.name,
+                node.index,
+                node.name,
+                node.op,
+                node.native_op,
+                "folded",
+                tuple([t.shape for t in outs]),
+                tuple([_DTYPE_NAMES[t.dtype] for t in outs]),
+                0,
+                0,
+                0,
+                0,
+                0,
+                _activation_bytes(act_in),
+                _activation_bytes(outs),
+                "constant: computed once at load time",
+            )
+        handler = self.handlers.get(node.op)
+        weights = _weights(node, ins, handler) if has_constant else []
         if weights:
             self.weights[(graph.name, node.index)] = weights
         status: LayerStatus = "ok"
         macs: int | None = None
         flops: int | None = None
         note = ""
-        control_flow = handler is not None and handler.control_flow and not folded
-        if folded:
-            status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
-        elif handler is None:
+        control_flow = handler is not None and handler.control_flow
+        if handler is None:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
         elif not control_flow:  # control flow: counted from the called subgraphs below
             try:
@@ -300,7 +322,7 @@ class _Walker:
         )
         if control_flow:
             layer = self.control_flow(graph, node, layer)
-        if not folded and (layer.status in ("ok", "control_flow") or control_flow):
+        if layer.status in ("ok", "control_flow") or control_flow:
             for t in outs:
                 if not t.is_static:
                     return _partial_outputs(layer, outs)
