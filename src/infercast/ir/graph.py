@@ -63,6 +63,14 @@ _SIZES: dict[tuple[DType, Shape | None], _Sizes] = {}
 _SIZES_MAX = 1 << 16
 
 
+def nbytes_of(dtype: DType, shape: Shape | None) -> int | None:
+    """:attr:`Tensor.nbytes` of a tensor of ``dtype`` and ``shape``, without making one."""
+    try:
+        return _SIZES[dtype, shape][2]
+    except (KeyError, TypeError):
+        return Tensor("", dtype, shape).nbytes
+
+
 def _sizes(dtype: DType, shape: Shape | None, remember: bool = True) -> _Sizes:
     n: int | None = None
     if shape is not None and None not in shape:

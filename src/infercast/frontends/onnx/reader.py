@@ -32,7 +32,7 @@ import numpy as np
 
 from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
 from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor, nbytes_of
 from infercast.ops.registry import ops_where
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -928,15 +928,13 @@ class _Reading:
 
 
 @functools.cache
-def _generators() -> frozenset[str]:
-    """Ops that make a tensor from arguments alone (the op table's facts)."""
-    return ops_where(lambda h: h.generator)
-
-
-@functools.cache
 def _never_folded() -> frozenset[str]:
     """Ops never computed at load time: random draws, control flow (the op table's facts)."""
     return ops_where(lambda h: h.nondeterministic or h.control_flow)
+
+
+_GENERATORS = ops_where(lambda h: h.generator)
+"""Ops that make a tensor from arguments alone (the op table's facts)."""
 
 
 def _layout(shape: Shape | None) -> str | None:
@@ -971,23 +969,13 @@ def _output_tensor(
                     storage = arr.nbytes
                     if arr.dtype.kind == "i":
                         value = arr.astype(np.int64)
-    elif op in _generators():
-        storage = Tensor(name, dtype, shape).nbytes or 0
+    elif op in _GENERATORS:
+        storage = nbytes_of(dtype, shape) or 0
     else:
         src = max(const_ins, key=lambda t: t.storage_bytes)
         storage = src.storage_bytes
         derived = src.derived_from or src.name
-    quant = None
-    return Tensor(
-        name=name,
-        dtype=dtype,
-        shape=shape,
-        is_constant=True,
-        storage_bytes=storage,
-        derived_from=derived,
-        value=value,
-        quant=quant,
-    )
+    return Tensor(name, dtype, shape, None, True, False, None, storage, False, derived, value)
 
 
 _CANONICAL_ATTR_OPS = frozenset(
