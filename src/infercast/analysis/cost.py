@@ -418,10 +418,10 @@ def analyze_graph(graph: Graph) -> Analysis:
         if name not in walker.sub_totals:
             walker.sub_totals[name] = walker.walk(sub)
     layers = walker.layers
-    main = [ly for ly in layers if ly.subgraph == graph.name]
+    main = [ly for ly in layers if ly.subgraph == graph.name] if graph.subgraphs else layers
     # Layers of branches that cannot run with these shapes are listed, not counted.
-    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead}
-    live = [ly for i, ly in enumerate(layers) if i not in never]
+    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead} if dead else set()
+    live = [ly for i, ly in enumerate(layers) if i not in never] if never else layers
 
     # Unique weights over the main graph and everything it calls.
     unique: dict[str, tuple[int, int, int]] = {}

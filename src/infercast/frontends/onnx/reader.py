@@ -208,10 +208,13 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     graphs: dict[str, Any] = {}
     for a in node.attribute:
         kind = a.type
-        if kind == _A_INT:
+        # The most frequent kinds first (conv / pool geometry, axes, Constant values).
+        if kind == _A_INTS:
+            plain[a.name] = tuple(a.ints[:])
+        elif kind == _A_INT:
             plain[a.name] = a.i
-        elif kind == _A_INTS:
-            plain[a.name] = tuple(a.ints)
+        elif kind == _A_TENSOR:
+            plain[a.name] = a.t
         elif kind == _A_FLOAT:
             plain[a.name] = a.f
         elif kind == _A_STRING:
@@ -225,8 +228,6 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         elif kind == _A_GRAPHS:
             for i, g in enumerate(a.graphs):
                 graphs[f"{a.name}_{i}"] = g
-        elif kind == _A_TENSOR:
-            plain[a.name] = a.t
         elif kind == _A_SPARSE_TENSOR:
             plain[a.name] = a.sparse_tensor
         else:
