@@ -60,6 +60,11 @@ def silero_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def published_dir() -> Path:
+    return _group("published")
+
+
+@pytest.fixture(scope="session")
 def whatif_dir() -> Path:
     return _group("whatif")
 

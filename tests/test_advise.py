@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import infercast
+from infercast.estimate.forecast import Params
 from infercast.frontends import load
 from infercast.ir.views import kernel_dims
 from infercast.targets import load_target
@@ -83,28 +84,19 @@ def test_k210_no_fit_comes_with_a_way_out(k210_advice: AdviceResult) -> None:
 
 
 def _per_channel_target(tmp_path: Path, slowdown: float | None) -> Path:
-    """The VX target with its per-channel evidence replaced (None: removed)."""
-    lines = ['extends = "imx8mp-npu-vx"']
-    for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-        checks = ['{ check = "same_input_weight_dtype" }'] if op != "FULLY_CONNECTED" else []
-        if slowdown is not None:
-            checks.append(
-                f'{{ check = "per_tensor_weights", slowdown = {slowdown}, on_fail = "note" }}'
-            )
-        lines.append(f"[support.rules.{op}]\nchecks = [{', '.join(checks)}]")
+    """The VX target with its per-channel cost replaced (None: no cost, 1)."""
+    value = 1.0 if slowdown is None else slowdown
     path = tmp_path / f"vx_{slowdown}.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(
+        'extends = "imx8mp-npu-vx"\n[calibration.values]\n'
+        f'"units.npu.per_channel_slowdown" = {value}\n'
+    )
     return path
 
 
-def _slowdowns(target_name: str | Path) -> list[float]:
-    tgt = load_target(str(target_name))
-    return [
-        float(c.params["slowdown"])
-        for rule in tgt.support.rules.values()
-        for c in rule.checks
-        if c.name == "per_tensor_weights"
-    ]
+def _slowdown(target_name: str | Path) -> float:
+    """The per-channel cost the target's numbers state (fitted on this NPU's rows)."""
+    return Params.of(load_target(str(target_name))).get("units.npu.per_channel_slowdown")
 
 
 def test_imx_quantization_advice_follows_the_target_evidence(
@@ -117,16 +109,19 @@ def test_imx_quantization_advice_follows_the_target_evidence(
     # The built-in file, whatever it says today.
     result = advise(model, load_target("imx8mp-npu-vx"))
     quant = [a for a in result.advice if a.kind == "quantization"]
-    charged = any(s > 1.0 for s in _slowdowns("imx8mp-npu-vx"))
+    charged = _slowdown("imx8mp-npu-vx") > 1.0
     assert bool(quant) == charged
     if quant:
         assert quant[0].latency_gain_s is not None and quant[0].latency_gain_s > 0
         assert quant[0].layers
-    # Evidence of a cost: advice; no evidence: none.
-    with_cost = advise(model, load_target(str(_per_channel_target(tmp_path, 50.0))))
-    item = next(a for a in with_cost.advice if a.kind == "quantization")
-    assert item.latency_gain_s is not None and item.latency_gain_s > 0
-    assert "50" in item.message
+    # Evidence of a cost: advice, the gain growing with the cost; no evidence: none.
+    gains = []
+    for cost in (3.0, 50.0):
+        with_cost = advise(model, load_target(str(_per_channel_target(tmp_path, cost))))
+        item = next(a for a in with_cost.advice if a.kind == "quantization")
+        assert item.latency_gain_s is not None and item.latency_gain_s > 0
+        gains.append(item.latency_gain_s)
+    assert gains[1] > gains[0]
     for none in (None, 1.0):
         result = advise(model, load_target(str(_per_channel_target(tmp_path, none))))
         assert not [a for a in result.advice if a.kind == "quantization"]

@@ -88,7 +88,8 @@ def test_calibrated_forecast_of_held_out_models_uses_the_fit(
     models = [keras_dir / "mobilenet_v1_fp32.onnx", keras_dir / "mobilenet_v2_fp32.onnx"]
     cal = load_target(str(path))
     f = res.fit
-    peak = cal.units["cpu"].peak_ops_per_s["fp32"]
+    # One thread: the rate of one core, the unit's peak over its cores.
+    peak = cal.units["cpu"].peak_ops_per_s["fp32"] / cal.units["cpu"].cores
     for m in models:
         fc = estimate(m, cal)
         assert fc.latency_s > 0 and fc.complete
@@ -185,13 +186,18 @@ def test_from_profile_reproduces_the_profiles_own_throughput(
     # From first principles: each conv does 2 x 40x40 x 64 x 64 x 9 ops (+ the fused ReLU's
     # 1 per output), measured by ORT in the profile's own time. The efficiency that
     # reproduces the convs' median time is that rate over the peak.
-    peak = load_target("host").units["cpu"].peak_ops_per_s["fp32"]
+    host = load_target("host").units["cpu"]
+    peak = host.peak_ops_per_s["fp32"] / host.cores  # one thread: one core's peak
     conv_ops = 2 * 40 * 40 * 64 * 64 * 9 + 40 * 40 * 64
     by_name = {o.name: o.measured_s for o in profile.ops}
     # ORT at the basic level runs each Conv and its Relu as two kernels (conv0, relu0);
-    # conv2's kernel also takes the residual add.
-    conv_times = [by_name[f"conv{i}"] + by_name[f"relu{i}"] for i in range(2)]
-    rate = conv_ops / float(np.median(conv_times))
+    # conv2's kernel also takes the residual add. The median of the three: on a loaded
+    # machine one conv's kernel can be slow in most runs, and the fit (robust) and this
+    # expectation both set such an outlier aside.
+    conv_times = [by_name[f"conv{i}"] + by_name[f"relu{i}"] for i in range(3)]
+    conv_times[2] += by_name["add"]
+    median_s = float(np.median(conv_times))
+    rate = conv_ops / median_s
     m = f.channel_multiple  # 64 channels: no padding at any candidate multiple
     expected_eff = rate / peak * math.ceil(64 / m) * m / 64
     assert f.efficiency["conv"] == pytest.approx(expected_eff, rel=0.15)
@@ -200,7 +206,7 @@ def test_from_profile_reproduces_the_profiles_own_throughput(
     cal.write_text(res.toml)
     fc = estimate(model, load_target(str(cal)))
     convs = [ly for ly in fc.layers if ly.op == "conv"]
-    assert [ly.latency_s for ly in convs[:2]] == pytest.approx(conv_times, rel=0.2)
+    assert [ly.latency_s for ly in convs[:2]] == pytest.approx([median_s] * 2, rel=0.2)
     # The CLI writes the same fit.
     out = tmp_path / "cli.toml"
     argv = ["calibrate", "-t", "host", "--from", str(prof_path), "--model", str(model)]

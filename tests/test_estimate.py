@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from infercast import estimate
 from infercast.cli import main
+from infercast.estimate.forecast import kernel_time
 from infercast.estimate.fusion import elided_transposes, kernels
 from infercast.frontends import load
 from infercast.targets import load_target
@@ -169,8 +171,14 @@ def test_channel_padding_and_narrow_maps(tmp_path: Path) -> None:
     a, b, c = (estimate(path, t).layers[0] for t in (base, padded, narrow))
     assert a.ops == b.ops == c.ops
     assert b.ops_eff == pytest.approx(a.ops * 32 / 17)  # 17 output channels run as 32
-    assert c.ops_eff == pytest.approx(a.ops * 64 / 16)  # a 16-px-wide map at 16/64 efficiency
+    # 64-px lines (nncase's KPU layout): 16-px rows share a line 4 channels at a time, so
+    # 17 channels take ceil(17 / 4) = 5 lines of 64 slots per row, for 17 x 16 pixels.
+    assert c.ops_eff == pytest.approx(a.ops * 5 * 64 / (17 * 16))
     assert b.compute_s == pytest.approx(a.compute_s * 32 / 17)
+    wide = estimate(_conv_model(tmp_path, 8, 8, 100, act=False, name="wide"), narrow).layers[0]
+    assert wide.ops_eff == pytest.approx(wide.ops * 128 / 100)  # two 64-px lines per row
+    exact = estimate(_conv_model(tmp_path, 8, 8, 128, act=False, name="exact"), narrow).layers[0]
+    assert exact.ops_eff == pytest.approx(exact.ops)
 
 
 def test_large_depthwise_kernels_are_their_own_class(tmp_path: Path) -> None:
@@ -276,9 +284,14 @@ def test_one_time_compile_on_the_npu_target(keras_dir: Path) -> None:
     assert fc.one_time_s == load_target("imx8mp-npu-vx").graph_compile_s > 0
     assert fc.totals()["one_time_s"] == fc.one_time_s
     assert fc.latency_s < fc.one_time_s  # the 40 s compile is not in the per-inference time
-    # the fixture's weights are per-channel quantised: the VX target's slowdown note applies
-    conv = next(ly for ly in fc.layers if ly.op == "conv")
-    assert conv.ops_eff == pytest.approx(conv.ops * 50.0)
+    # the fixture's weights are per-channel quantised: the NPU's fitted per-channel cost
+    # multiplies the compute of those kernels, and of no other
+    factor = fc.params.per_channel_slowdown["npu"]
+    for _k, w in fc.works:
+        if w.per_channel:
+            slow = kernel_time(w, fc.params).compute_s
+            plain = kernel_time(w, replace(fc.params, per_channel_slowdown={"npu": 1.0}))
+            assert slow == pytest.approx(factor * plain.compute_s)
 
 
 # --------------------------------------------------------------------------- #

@@ -28,6 +28,7 @@ from infercast.api import estimate
 from infercast.bench.join import INTERNAL, join
 from infercast.bench.profiles import read_profile
 from infercast.cli import main
+from infercast.report.units import human_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "tests" / "data" / "profiles" / "ort_convs_opt_all.json"
@@ -243,3 +244,113 @@ def test_whatif_variants(
         "[...document.querySelectorAll('#whatif-table tbody tr')].map(r => r.cells[1].dataset.v)"
     )
     assert [int(c) for c in cells] == [base, base // 4]
+
+
+def test_report_runs_whatif_variants(
+    browser: Browser, example_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report`` with the what-if options runs the variants on each target and tables
+    them as ``infercast whatif`` computes them; ``--fit``'s variant is highlighted."""
+    page = tmp_path / "whatif.html"
+    axes = ["-r", "160,384", "-w", "0.5,1.0", "--fit"]
+    argv = ["report", str(example_model), "-t", "k210-kpu", "-t", "edgetpu-usb", *axes]
+    assert main([*argv, "-o", str(page)]) == 0
+    capsys.readouterr()
+    want = infercast.whatif(
+        example_model, "k210-kpu", resolution=[160, 384], width=[0.5, 1.0], fit=True
+    ).to_dict()
+    best = want["fit"]["best"]
+    assert best is not None and any(not v["totals"]["fits"] for v in want["variants"])
+    _open(browser, page)
+    assert browser.log.errors == []
+    assert browser.log.requests == [page.resolve().as_uri()]
+    tables = browser.evaluate("[...document.querySelectorAll('#whatif table')].map(t => t.id)")
+    assert tables == ["whatif-table", "whatif-table-1"]  # one per target
+    rows = browser.evaluate(
+        """[...document.querySelectorAll('#whatif-table tbody tr')].map(r => ({
+             cls: r.className, cells: [...r.cells].map(c => [c.textContent, c.dataset.v,
+             c.className])}))"""
+    )
+    head = browser.evaluate(
+        "[...document.querySelectorAll('#whatif-table th')].map(h => h.textContent)"
+    )
+    macs, kpu = head.index("MACs"), head.index("kpu_ram")
+    assert len(rows) == 1 + len(want["variants"])
+    assert [r["cells"][0][0] for r in rows] == [
+        "model as it is",
+        *(v["label"] for v in want["variants"]),
+    ]
+    for r, v in zip(rows, [want["base"], *want["variants"]], strict=True):
+        assert int(r["cells"][macs][1]) == v["totals"]["macs"]
+        need = v["memories"]["kpu_ram"]
+        assert int(r["cells"][kpu][1]) == need["required_bytes"]
+        assert ("bad" in r["cells"][kpu][2]) == (not need["fits"])
+    highlighted = [r["cells"][0][0] for r in rows if r["cls"] == "best"]
+    assert highlighted == [best["label"]]
+    verdict = browser.evaluate("document.querySelector('#whatif p.verdict').textContent")
+    assert best["label"] in verdict and "k210-kpu" in verdict
+    for width in (1280, 800):
+        _no_sideways_scroll(browser, width)
+    shot = browser.screenshot(1280)
+    _keep(shot, "report_mnv2_whatif.png")
+    assert png_colours(shot)[2] > 30
+
+    # The latency bars on the K210: one fallback layer takes 77% of the time; the axis is
+    # cut so that the others are readable, and the cut layers are named.
+    fc = estimate(infercast.load(example_model), "k210-kpu")
+    bars = browser.evaluate(
+        """(() => { const f = document.getElementById('bars-0');
+           const box = f.querySelector('rect.plot').getBBox();
+           return {plot: box.height, caption: f.querySelector('.caption').textContent,
+                   bars: [...f.querySelectorAll('rect.mark')].map(r => ({
+                     over: r.classList.contains('over'), h: r.getBBox().height,
+                     title: r.querySelector('title').textContent}))}; })()"""
+    )
+    timed = [ly for ly in fc.layers if ly.latency_s > 0]
+    assert len(bars["bars"]) == len(timed)
+    over = [ly for ly, b in zip(timed, bars["bars"], strict=True) if b["over"]]
+    under = [ly for ly, b in zip(timed, bars["bars"], strict=True) if not b["over"]]
+    slowest = max(timed, key=lambda ly: ly.latency_s)
+    assert slowest in over and slowest.bound == "fallback"
+    assert slowest.latency_s > 0.5 * fc.latency_s
+    assert min(ly.latency_s for ly in over) > max(ly.latency_s for ly in under)
+    tallest_under = max(b["h"] for b in bars["bars"] if not b["over"])
+    assert tallest_under > 0.5 * bars["plot"]  # the other layers are readable
+    for ly in over:
+        assert (
+            f"#{ly.index} " in bars["caption"] and human_seconds(ly.latency_s) in (bars["caption"])
+        )
+    # the Edge TPU's bars need no cut
+    assert browser.evaluate("document.querySelectorAll('#bars-1 rect.over').length") == 0
+
+    # The same run saved as JSON (`infercast whatif -f json`) and given with --whatif FILE
+    saved = tmp_path / "whatif.json"
+    saved.write_text(json.dumps(want))
+    again = tmp_path / "saved.html"
+    argv = ["report", str(example_model), "-t", "k210-kpu", "--whatif", str(saved)]
+    assert main([*argv, "-o", str(again)]) == 0
+    html = again.read_text()
+    section = html[html.index('<section id="whatif">') : html.index('<section id="layers">')]
+    assert section.count("<tr") == 2 + len(want["variants"])  # heading row, base, variants
+    best_row = section[section.index('<tr class="best"') :]
+    assert f">{best['label']}<" in best_row[: best_row.index("</tr>")]
+
+
+def test_report_whatif_bad_input(
+    example_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "r.html"
+    saved = tmp_path / "w.json"
+    saved.write_text(json.dumps({"variants": []}))
+    m = str(example_model)
+    for argv, words in (
+        (["-t", "k210-kpu", "--whatif", str(saved), "-r", "160"], "either --whatif FILE"),
+        (["-r", "160"], "give --target"),
+        (["-t", "k210-kpu", "--keep", "Conv1"], "add an axis"),
+        (["-t", "k210-kpu", "--budget-ms", "5", "-r", "160"], "--budget-ms applies to --fit"),
+        (["-t", "k210-kpu", "-w", "abc"], "width"),
+    ):
+        assert main(["report", m, *argv, "-o", str(page)]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], (argv, err)
+        assert not page.exists()

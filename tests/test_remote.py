@@ -72,6 +72,20 @@ def _cli(b: SshBoard, *args: str, timeout: float = 240) -> subprocess.CompletedP
     )
 
 
+def _cli_env(
+    b: SshBoard, extra: dict[str, str], *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """:func:`_cli` with ``COLUMNS`` as given in ``extra`` (unset when absent)."""
+    env = {k: v for k, v in {**os.environ, **b.ssh_env}.items() if k != "COLUMNS"}
+    return subprocess.run(
+        [sys.executable, "-m", "infercast", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, **extra},
+    )
+
+
 def _one_line(r: subprocess.CompletedProcess[str]) -> str:
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
@@ -271,6 +285,27 @@ def test_cli_remote_json_and_calibrate_from_it(
         str(tmp_path / "cal2.toml"),
     )
     assert r.returncode == 2 and "host" in _one_line(r)
+    _clean(board)
+
+
+def test_remote_tables_fit_the_terminal(board: SshBoard, edge_dir: Path) -> None:
+    """The table ``bench --remote`` prints (the board, the runs, the per-op profile) fits 80
+    and 100 columns without a number cut; piped, it is plain, one line per row."""
+    from test_tables import assert_fits
+
+    model = edge_dir / "convs_5x5_7x7.tflite"
+    argv = ["bench", str(model), "--remote", "loop", "--min-time", "0.2", "--profile"]
+    argv += ["--profile-runs", "3"]
+    for width in (80, 100, None):
+        env = {"COLUMNS": str(width)} if width else {}
+        r = _cli_env(board, env, *argv)
+        assert r.returncode == 0, r.stderr
+        assert "litert" in r.stdout and "per-op profile" in r.stdout
+        if width is None:
+            assert "\x1b" not in r.stdout
+            assert max(len(ln) for ln in r.stdout.splitlines()) > 100  # not folded
+        else:
+            assert_fits(r.stdout, width)
     _clean(board)
 
 

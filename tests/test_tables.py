@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import re
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,19 @@ def assert_fits(text: str, width: int) -> None:
     cut = [ln for ln in lines if CUT.search(ln)]
     assert not cut, f"a number cut short: {cut[0]!r}"
     assert "\x1b" not in text
+
+
+def folded_cell(text: str, start: str) -> str:
+    """The table cell that begins with ``start``, its folded lines joined again."""
+    lines = text.splitlines()
+    i = next(i for i, ln in enumerate(lines) if start in ln)
+    col = lines[i].index(start)
+    out = lines[i][col:].split("  ")[0]
+    for ln in lines[i + 1 :]:
+        if ln[:col].strip() or len(ln) <= col or ln[col] == " ":
+            break
+        out += ln[col:].split("  ")[0]
+    return out
 
 
 def row_line(text: str, index: int) -> str:
@@ -282,18 +296,251 @@ def _hostile(path: Path) -> None:
 def test_model_strings_are_not_markup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = tmp_path / "evil.onnx"
     _hostile(model)
-    for argv in (
-        ["analyze", str(model)],
-        ["analyze", str(model), "--memory-plan"],
-        ["estimate", str(model), "-t", "k210-kpu"],
-        ["check", str(model), "-t", "k210-kpu"],
-    ):
-        code, text = run(argv, monkeypatch, 100)
-        assert code in (0, 3), argv
-        if "--memory-plan" not in argv:  # the plan lists tensors; its peak line names layer 1
-            assert "[/bold][red]x\\x1b[2J\\x07\\nname" in text, argv
-        assert "\x1b" not in text and "\x07" not in text
-        assert "[bold]" in text
+    named = "[/bold][red]x\\x1b[2J\\x07\\nname"
+    bench = ["bench", str(model), "--runtime", "ort", "--warmup", "1", "--min-runs", "3"]
+    bench += ["--min-time", "0.05", "--max-time", "2", "--profile"]
+    m = str(model)
+    cases: list[tuple[list[str], bool, bool]] = [  # argv, names the conv, names the relu
+        (["analyze", m], True, True),
+        (["analyze", m, "--memory-plan"], False, False),  # tensors; the peak names layer 1
+        (["analyze", m, "--by", "op"], False, False),
+        (["estimate", m, "-t", "k210-kpu"], True, True),
+        (["estimate", m, "-t", "k210-kpu", "--by", "op"], False, False),
+        (["check", m, "-t", "k210-kpu"], True, True),
+        (["check", m, "-t", "k210-kpu", "--sort", "name", "--top", "1"], True, False),
+        (["check", m, "-t", "edgetpu-usb"], False, False),  # ONNX on the Edge TPU: no rows
+        (["whatif", m, "-t", "k210-kpu", "-r", "8,16"], False, False),
+        (["whatif", m, "-t", "rpi4-cpu", "-r", "8,16", "--fit"], False, False),
+        (["advise", m, "-t", "k210-kpu"], False, False),
+        (bench, True, False),  # ORT's profile names the conv's kernel after the node
+    ]
+    for width in (80, 100):
+        for argv, evil, bold in cases:
+            code, text = run(argv, monkeypatch, width)
+            assert code in (0, 3), argv
+            assert_fits(text, width)
+            assert not evil or folded_cell(text, "[/bold][red]x") == named, argv
+            assert not bold or "[bold]" in text, argv
+            assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+
+
+# --------------------------------------------------------------------------- #
+# check --sort / --top; targets show; whatif, advise, validate, calibrate
+# --------------------------------------------------------------------------- #
+
+
+def table_rows(text: str) -> list[str]:
+    """Lines of a per-layer table: they begin with the layer index."""
+    return [ln for ln in text.splitlines() if re.match(r"^\s*\d+\s\s", ln)]
+
+
+def test_check_sort_top_columns(
+    long_names: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    argv = ["check", str(long_names), "-t", "k210-kpu"]
+    layers = json_of(argv, tmp_path)["layers"]
+    on_cpu = [ly["index"] for ly in layers if ly["placement"] == "cpu"]
+    partial = [ly["index"] for ly in layers if ly["placement"] == "partial"]
+    assert len(on_cpu) > 5 and partial
+    # --top alone: what falls back first (the CPU layers in execution order)
+    code, text = run([*argv, "--top", "5"], monkeypatch, 100)
+    assert code == 3
+    assert [int(r.split()[0]) for r in table_rows(text)] == on_cpu[:5]
+    assert f"top 5 of {len(layers)} layers, sorted by placement" in text
+    # --sort placement: CPU, then partially mapped, then the accelerator's
+    code, text = run([*argv, "--sort", "placement"], monkeypatch, None)
+    order = [int(r.split()[0]) for r in table_rows(text)]
+    assert order[: len(on_cpu) + len(partial)] == on_cpu + partial
+    # --sort -index --columns: newest first, two columns
+    code, text = run([*argv, "--sort", "-index", "--columns", "index,placement"], monkeypatch, 80)
+    rows = table_rows(text)
+    assert [int(r.split()[0]) for r in rows] == sorted((ly["index"] for ly in layers), reverse=True)
+    assert all(len(r.split()) == 2 for r in rows)
+    assert run([*argv, "--sort", "nope"], monkeypatch, 80)[0] == 2
+    assert run([*argv, "--top", "0"], monkeypatch, 80)[0] == 2
+
+
+def test_targets_show_fits_and_stays_a_target_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from infercast.targets import builtin_names, load_target
+
+    for name in builtin_names():
+        want = load_target(name).raw
+        piped = run(["targets", "show", name], monkeypatch, None)[1]
+        for width in (80, 100):
+            code, text = run(["targets", "show", name], monkeypatch, width)
+            assert code == 0
+            assert_fits(text, width)
+            f = tmp_path / f"{name}-{width}.toml"
+            f.write_text(text)
+            assert tomllib.loads(text) == tomllib.loads(piped)
+            assert load_target(str(f)).raw == want, (name, width)
+        if max(len(ln) for ln in piped.splitlines()) > 100:
+            assert text != piped  # it was broken into lines
+    # piped: one line per key, as before
+    piped = run(["targets", "show", "imx8mp-npu-vx"], monkeypatch, None)[1]
+    assert any(ln.startswith('ops = ["') and ln.endswith("]") for ln in piped.splitlines())
+
+
+def test_targets_show_breaks_hostile_strings_validly(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from infercast.targets import load_target
+
+    desc = (
+        'quote """ and \\ backslash, escape \x1b[2J, bell \x07, newline\nand C1 \x9b, '
+        "line sep \u2028, " + "x" * 130 + " then    four blanks and a tail"
+    )
+    src = 'extends = "k210-kpu"\n' + f"description = {json.dumps(desc)}\n"
+    src += "sources = [" + ", ".join(json.dumps("w" * n) for n in (10, 95, 200)) + "]\n"
+    f = tmp_path / "hostile.toml"
+    f.write_text(src)
+    want = load_target(str(f)).raw
+    assert want["description"] == desc
+    for width in (80, 100):
+        code, text = run(["targets", "show", str(f)], monkeypatch, width)
+        assert code == 0
+        assert_fits(text, width)
+        for bad in ("\x07", "\x9b", "\u2028", "\n\n\n"):
+            assert bad not in text
+        again = tmp_path / f"again-{width}.toml"
+        again.write_text(text)
+        assert load_target(str(again)).raw == want
+
+
+def variant_line(text: str, label: str) -> str:
+    return next(ln for ln in text.splitlines() if ln.split() and ln.split()[0] == label)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_whatif_and_advise_fit(
+    width: int, long_names: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    argv = ["whatif", str(long_names), "-t", "k210-kpu", "-r", "128,224,320", "-w", "0.5,1.0"]
+    code, text = run(argv, monkeypatch, width)
+    assert code == 0
+    assert_fits(text, width)
+    doc = json_of(argv, tmp_path)
+    assert len(doc["variants"]) == 6
+    for v in doc["variants"]:
+        line = variant_line(text, v["label"])
+        t = v["totals"]
+        assert f" {human_count(t['macs'])} " in line and line.endswith(
+            human_seconds(t["latency_s"])
+        )
+        assert ("yes" if t["fits"] else "NO") in line.split()
+    assert any(not v["totals"]["fits"] for v in doc["variants"])  # 320 px overflows the KPU
+    code, text = run(["advise", str(long_names), "-t", "k210-kpu"], monkeypatch, width)
+    assert code == 0
+    assert_fits(text, width)
+    advice = json_of(["advise", str(long_names), "-t", "k210-kpu"], tmp_path)["advice"]
+    assert advice
+    for rank, a in enumerate(advice, 1):
+        line = row_line(text, rank)
+        if a["latency_gain_s"] is not None:
+            assert f"-{human_seconds(a['latency_gain_s'])}" in line
+
+
+def render(renderable: Any, width: int | None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``renderable`` as a command prints it at ``width`` columns (None: piped)."""
+    from infercast.cli.common import Output
+
+    if width is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", str(width))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        Output(None).rich(renderable)
+    return out.getvalue()
+
+
+def test_calibrate_and_validate_tables_fit(
+    edge_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A real calibration from an ONNX Runtime profile, then a real (short) validation on
+    this machine with it: both tables at 80 and 100 columns hold every figure whole."""
+    from infercast.estimate.calibrate import calibrate_profiles
+    from infercast.report.calibration import render_summary
+    from infercast.report.validation import render_table
+    from infercast.targets import load_target
+
+    onnx_model = edge_dir / "convs_5x5_7x7.onnx"
+    res = calibrate_profiles(load_target("host"), [(onnx_model, PROFILE)])
+    cal = tmp_path / "host-cal.toml"
+    cal.write_text(res.toml)
+    for width in (80, 100):
+        text = render(render_summary(res, str(cal)), width, monkeypatch)
+        assert_fits(text, width)
+        for k, v in res.fit.efficiency.items():
+            assert re.search(rf"efficiency\.{k}\s+{v:.4g}\s", text), k
+        assert f"{res.fit.rmspe:.1%}" in text
+        lines = text.splitlines()
+        for _name, pred, meas in res.fit.residuals:  # fit, measured and error whole on a row
+            cells = (human_seconds(pred), human_seconds(meas), f"{pred / meas - 1:+.1%}")
+            assert any(re.search(r"\s+".join(map(re.escape, cells)) + "$", ln) for ln in lines)
+    # the CLI prints the same table
+    argv = ["calibrate", "-t", "host", "--from", str(PROFILE), "--model", str(onnx_model)]
+    code, text = run([*argv, "-o", str(tmp_path / "cli.toml")], monkeypatch, 80)
+    assert code == 0
+    assert_fits(text, 80)
+    assert "values written" in text and "units.cpu.op_overhead_s" in text
+
+    long = tmp_path / ("a_model_with_a_name_longer_than_any_column_" + "x" * 40 + ".onnx")
+    long.write_bytes(onnx_model.read_bytes())
+    v = infercast.validate([long, edge_dir / "convs_5x5_7x7.tflite"], str(cal), budget_s=3)
+    assert len(v.rows) == 2
+    for width in (80, 100, None):
+        text = render(render_table(v), width, monkeypatch)
+        if width is not None:
+            assert_fits(text, width)
+        for r in v.rows:
+            line = next(ln for ln in text.splitlines() if ln.startswith(Path(r.model).name[:12]))
+            for figure in (human_seconds(r.forecast_s), human_seconds(r.measured_s)):
+                assert figure in line
+            assert f"{r.error:+.1%}" in line
+        if width is None:  # piped: every column, one line per model
+            assert len([ln for ln in text.splitlines() if ".onnx" in ln]) == 1
+            assert "runs" in text.splitlines()[1]
+
+
+def test_published_and_whole_model_tables_fit(
+    published_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``validate --published`` and ``calibrate --from-latencies``: every figure of their
+    JSON whole on its row at 80 and 100 columns."""
+    monkeypatch.setenv("INFERCAST_PUBLISHED_MODELS", str(published_dir))
+    argv = ["validate", "--published"]
+    doc = json_of(argv, tmp_path)
+    for width in (80, 100):
+        code, text = run(argv, monkeypatch, width)
+        assert code == 0
+        assert_fits(text, width)
+        lines = text.splitlines()
+        for r in doc["rows"]:
+            line = next(ln for ln in lines if ln.split() and ln.split()[0] == r["row_id"])
+            assert f"{r['published_s'] * 1e3:.3g}" in line.split()
+            if r["loo_error"] is not None:
+                assert f"{r['loo_error']:+.0%}" in line.split()
+    # whole-model times: 1.3x what the shipped imx8mp-cpu forecasts for three models
+    models = sorted(published_dir.glob("*_int8.tflite"))[:3]
+    assert len(models) == 3
+    csv_file = tmp_path / "times.csv"
+    times = {m: infercast.estimate(m, "imx8mp-cpu").latency_s * 1.3 for m in models}
+    csv_file.write_text("model,ms\n" + "".join(f"{m},{t * 1e3:.6f}\n" for m, t in times.items()))
+    argv = ["calibrate", "-t", "imx8mp-cpu", "--from-latencies", str(csv_file)]
+    code, out = run([*argv, "-o", str(tmp_path / "fit.toml"), "-f", "json"], monkeypatch, None)
+    fit = json.loads(out)
+    for width in (80, 100):
+        code, text = run([*argv, "-o", str(tmp_path / "fit.toml")], monkeypatch, width)
+        assert code == 0
+        assert_fits(text, width)
+        for row in fit["rows"]:
+            m = row["measured_s"]
+            cells = (human_seconds(m), human_seconds(row["fit_s"]))
+            loo = f"{row['loo_s'] / m - 1:+.1%}"
+            assert any(all(c in ln for c in cells) and ln.endswith(loo) for ln in text.splitlines())
 
 
 # --------------------------------------------------------------------------- #
@@ -306,6 +553,8 @@ TABLE_CASES = [
     ("estimate_edgetpu-usb", ["estimate", "-t", "edgetpu-usb"], 100),
     ("check_ethos-u55-128", ["check", "-t", "ethos-u55-128"], 100),
     ("analyze_by_op", ["analyze", "--by", "op"], 100),
+    ("check_k210-kpu", ["check", "-t", "k210-kpu"], 80),
+    ("whatif_k210-kpu", ["whatif", "-t", "k210-kpu", "-w", "0.5,1.0"], 80),
 ]
 
 

@@ -226,7 +226,6 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         (MIX, "resize_x3"),
         "3x upscale",
     ),
-    "per_tensor_weights": ({"slowdown": 50.0}, (LIM, "fc"), (MV2, 0), "32 weight scales"),
     "integer_compute": (
         {"dtypes": ["int8", "uint8", "int16", "int32", "bool"]},
         (MV2, 0),

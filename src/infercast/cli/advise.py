@@ -4,13 +4,17 @@ layers concerned and the gain its what-if forecasts."""
 from __future__ import annotations
 
 from infercast.cli.common import (
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
+    table_options,
 )
 
 
@@ -20,6 +24,9 @@ def advise(
     input_shape: InputShapeOpt = None,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
 ) -> None:
     """What to change in MODEL for TARGET, ranked: kernels the accelerator refuses, ops
     that fall back, quantisation the target pays for, channel counts just above its
@@ -33,6 +40,7 @@ def advise(
     from infercast.targets import load_target
     from infercast.whatif.advise import advise as run
 
+    opts = table_options(columns, sort, top)
     tgt = load_target(target)
     out = Output(output, [model, tgt.path, *tgt.chain])
     result = run(load(model, parse_input_shapes(input_shape or [])), tgt)
@@ -41,4 +49,4 @@ def advise(
     elif fmt is Format.csv:
         out.text(rep.advice_csv(result))
     else:
-        out.rich(rep.render_advice(result))
+        out.rich(rep.render_advice(result, opts))

@@ -9,6 +9,7 @@ import typer
 from infercast.cli.common import (
     ByOpt,
     ColumnsOpt,
+    CpuThreadsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
@@ -68,6 +69,7 @@ def analyze(
     sort: SortOpt = None,
     top: TopNOpt = None,
     by: ByOpt = None,
+    threads: CpuThreadsOpt = None,
 ) -> None:
     """Per-layer MACs, FLOPs, parameters, weight and activation bytes of MODEL.
 
@@ -93,7 +95,12 @@ def analyze(
     result = api.analyze(graph, memory=memory)
     forecast = None
     if tgt is not None:
-        forecast = api.estimate(graph, tgt, analysis=result, memory=memory)
+        forecast = api.estimate(graph, tgt, analysis=result, memory=memory, threads=threads)
+    elif threads is not None:
+        raise InfercastError(
+            "--threads sets the forecast's CPU threads: it needs --target",
+            "e.g. infercast analyze MODEL -t imx8mp-cpu --threads 4",
+        )
     _render(result, forecast, fmt, out, opts, by is not None)
     exit_if_incomplete(incomplete_message(result))
 

@@ -6,7 +6,6 @@ out (the others completed and are reported); 2 bad input.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +23,7 @@ from infercast.cli.common import (
     Output,
     SortOpt,
     main_labels,
+    progress,
     table_options,
 )
 from infercast.errors import InfercastError
@@ -293,5 +293,5 @@ def bench(
             from infercast.bench.remote_cli import failure_lines
 
             for line in failure_lines(result):
-                print(f"infercast: {line}", file=sys.stderr)
+                progress(line)  # escaped: a board's stderr is not ours to send to the terminal
         raise SystemExit(EXIT_NOT_OK)

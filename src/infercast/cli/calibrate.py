@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infercast.cli.common import CheckFormat, CheckFormatOpt, Output, TargetOpt, progress
 from infercast.errors import InfercastError
+
+if TYPE_CHECKING:
+    from infercast.targets.schema import Target
 
 CalOutOpt = Annotated[
     Path, typer.Option("--output", "-o", help="Write the calibrated target file here.")
@@ -43,6 +46,24 @@ ModelsOpt = Annotated[
     ),
 ]
 
+LatenciesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-latencies",
+        help="Fit whole-model latencies measured elsewhere: a CSV with columns model (a path "
+        "relative to the file), ms and optionally threads.",
+    ),
+]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param",
+        help="A parameter a whole-model fit may vary, by its dotted key in the target file "
+        "(e.g. units.npu.efficiency.conv); repeat. Default: the target's "
+        "calibration.parameters.",
+    ),
+]
+
 
 def calibrate(
     target: TargetOpt,
@@ -52,19 +73,37 @@ def calibrate(
     budget: BudgetOpt = 240.0,
     profiles: FromOpt = None,
     models: ModelsOpt = None,
+    latencies: LatenciesOpt = None,
+    params: ParamOpt = None,
     fmt: CheckFormatOpt = CheckFormat.table,
 ) -> None:
     """Fit TARGET's efficiencies and overheads to measurements; write a calibrated target file.
 
-    Either measure a generated set of micro-kernels on this machine
-    (--runtime ort|litert), or fit per-op profiles from a board (--from PROFILE
-    --model MODEL). The file extends TARGET with plain fitted numbers; use it as
-    --target FILE.
+    Measure a generated set of micro-kernels on this machine (--runtime ort|litert),
+    fit per-op profiles from a board (--from PROFILE --model MODEL; a VeriSilicon NPU
+    driver log, CNN_PERF=1 VIV_VX_DEBUG_LEVEL=1, counts as the model's NPU time), or fit
+    whole-model latencies timed on a board (--from-latencies FILE.csv). The file extends
+    TARGET with plain fitted numbers; use it as --target FILE.
     """
     import infercast.api as api
-    from infercast.report.calibration import summary_text
+    from infercast.report.calibration import render_summary
 
+    if sum(bool(x) for x in (runtime, profiles, latencies)) != 1:
+        raise InfercastError(
+            "give either --runtime (measure here), --from PROFILE (fit a profile) or "
+            "--from-latencies FILE.csv (fit whole-model times)",
+            "e.g. infercast calibrate --target host --runtime ort -o host-ort.toml",
+        )
     tgt = api.load_target(target)
+    if latencies is not None or (profiles and _vx_logs(profiles)):
+        logs = list(profiles or [])
+        ins = [*(models or []), *logs, latencies, tgt.path, *tgt.chain]
+        _whole_model(
+            tgt, latencies, logs, list(models or []), params or [], Output(output, ins), fmt
+        )
+        return
+    if params:
+        raise InfercastError("--param applies to whole-model fits (--from-latencies)")
     ms = list(models or [])
     if profiles and not ms:  # bench JSON results (e.g. from --remote) name their model
         from infercast.bench.profiles.result import result_models
@@ -86,4 +125,52 @@ def calibrate(
     if fmt is CheckFormat.json:
         stdout.json({**result.to_dict(), "file": str(output)})
     else:
-        stdout.text(summary_text(result, str(output)))
+        stdout.rich(render_summary(result, str(output)))
+
+
+def _vx_logs(profiles: list[Path]) -> bool:
+    """True when every --from file is a VeriSilicon NPU driver log (none: per-op profiles)."""
+    from infercast.estimate.calibrate import looks_like_vx_perf_log
+
+    flags = []
+    for p in profiles:
+        try:
+            flags.append(looks_like_vx_perf_log(p.read_text(errors="replace")))
+        except OSError as exc:
+            raise InfercastError(f"cannot read profile {p}: {exc.strerror}") from exc
+    if any(flags) and not all(flags):
+        raise InfercastError("--from mixes NPU driver logs with per-op profiles: give one kind")
+    return all(flags)
+
+
+def _whole_model(
+    tgt: Target,
+    latencies: Path | None,
+    logs: list[Path],
+    models: list[Path],
+    params: list[str],
+    out: Output,
+    fmt: CheckFormat,
+) -> None:
+    from infercast.estimate.calibrate import calibrate_latencies, read_latencies, vx_log_rows
+    from infercast.report.calibration import latency_dict, render_latency
+
+    if latencies is not None:
+        rows = read_latencies(latencies)
+        label = str(latencies)
+    else:
+        if len(models) != len(logs):
+            raise InfercastError(
+                f"each NPU driver log needs the model it ran: {len(logs)} log(s), "
+                f"{len(models)} --model",
+                "pass one --model per --from log, in the same order",
+            )
+        rows = vx_log_rows(list(zip(models, logs, strict=True)))
+        label = " ".join(str(p) for p in logs)
+    res = calibrate_latencies(tgt, rows, params, label=label)
+    out.text(res.toml)
+    written = str(out.path)
+    if fmt is CheckFormat.json:
+        Output(None).json({**latency_dict(res), "file": written})
+    else:
+        Output(None).rich(render_latency(res, written))

@@ -51,6 +51,14 @@ CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="Out
 OutOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
 ]
+CpuThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        help="CPU threads the runtime runs with (1 to the target CPU's cores; default 1, "
+        "as TFLite's benchmark_model and `infercast bench`).",
+    ),
+]
 TargetOpt = Annotated[
     str,
     typer.Option(
@@ -189,7 +197,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def progress(msg: str) -> None:
-    print(f"infercast: {msg}", file=sys.stderr, flush=True)
+    """A status line on stderr (model strings in ``msg`` escaped)."""
+    from infercast.report.text import one_line
+
+    print(f"infercast: {one_line(msg)}", file=sys.stderr, flush=True)
 
 
 def exit_if_incomplete(message: str | None) -> None:

@@ -9,6 +9,7 @@ import typer
 from infercast.cli.common import (
     ByOpt,
     ColumnsOpt,
+    CpuThreadsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
@@ -38,12 +39,14 @@ def estimate(
     sort: SortOpt = None,
     top: TopNOpt = None,
     by: ByOpt = None,
+    threads: CpuThreadsOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
 
     Seconds per inference; a layer's bound is compute, memory, overhead,
     transfer (accelerator<->CPU crossings) or fallback (on the CPU of an
     accelerator target). One-time costs (first-run compilation) are reported apart.
+    The CPU thread count assumed is stated in every output (--threads; default 1).
     Exit status 4 when some layer's cost is unknown (the output says how many).
     """
     import infercast.api as api
@@ -55,7 +58,7 @@ def estimate(
     tgt = api.load_target(target)
     out = Output(output, [model, tgt.path, *tgt.chain])
     graph = api.load(model, parse_input_shapes(input_shape or []))
-    fc = api.estimate(graph, tgt, fuse=not no_fuse)
+    fc = api.estimate(graph, tgt, fuse=not no_fuse, threads=threads)
     if fmt is Format.json:
         out.json(fc.to_dict())
     elif fmt is Format.csv:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from infercast.bench.harness import RunSpec
+from infercast.report.text import shown
 
 SHOW_AFTER_S = 1.0
 
@@ -26,7 +27,7 @@ class BenchProgress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             TimeElapsedColumn(),
             console=self.console,
@@ -48,7 +49,7 @@ class BenchProgress:
             self._start()
         self._progress.update(
             self._task,
-            description=f"[{i + 1}/{self.total}] {spec.label}: {phase}",
+            description=shown(f"[{i + 1}/{self.total}] {spec.label}: {phase}"),
             completed=100.0 * done if phase == "measure" else 0.0,
         )
 

@@ -48,13 +48,15 @@ def targets_show(
         ShowFormat.toml
     ),
 ) -> None:
-    """Print a target with `extends` merged and host values detected (valid as a target file)."""
+    """Print a target with `extends` merged and host values detected (valid as a target file;
+    in a terminal, long lists and strings are broken into lines that fit its width)."""
+    from infercast.cli.common import output_width
+    from infercast.report.targets import target_toml
     from infercast.targets import load_target
-    from infercast.targets.loader import to_toml
 
     t = load_target(name)
     if fmt is ShowFormat.json:
         Output(None).json(t.raw)
         return
-    header = f"# {t.name}: resolved from {', '.join(Path(p).name for p in t.chain)}\n"
-    Output(None).text(header + to_toml(dict(t.raw)))
+    header = f"{t.name}: resolved from {', '.join(Path(p).name for p in t.chain)}"
+    Output(None).text(target_toml(t.raw, output_width(None), header))

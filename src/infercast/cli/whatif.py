@@ -5,25 +5,30 @@ largest one that fits; ``--export`` writes each as a runnable model."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infercast.cli.common import (
     EXIT_NOT_OK,
+    ColumnsOpt,
     Format,
     FormatOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
     Output,
+    SortOpt,
     TargetOpt,
+    TopNOpt,
     progress,
+    table_options,
 )
 from infercast.errors import InfercastError
 
 if TYPE_CHECKING:
     from infercast.ir.graph import Graph
+    from infercast.targets import Target
     from infercast.whatif import WhatIfResult
 
 ResolutionOpt = Annotated[
@@ -119,6 +124,9 @@ def whatif(
     input_shape: InputShapeOpt = None,
     fmt: FormatOpt = Format.table,
     output: OutOpt = None,
+    columns: ColumnsOpt = None,
+    sort: SortOpt = None,
+    top: TopNOpt = None,
 ) -> None:
     """What MODEL would take on TARGET at other input sizes, widths, dtypes, with ops
     replaced: MACs, params, weights, activation memory, fit, CPU fallback, forecast.
@@ -131,7 +139,42 @@ def whatif(
     from infercast.frontends import load, parse_input_shapes
     from infercast.report import whatif as rep
     from infercast.targets import load_target
-    from infercast.whatif import whatif as run
+
+    opts = table_options(columns, sort, top)
+    options = variant_options(
+        resolution, width, dtype, quant, replace, keep, divisor, threads, fit, budget_ms, jobs
+    )
+    tgt = load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
+    graph = load(model, parse_input_shapes(input_shape or []))
+    result = run_variants(graph, tgt, options)
+    if export is not None:
+        _export(graph, result, export)
+    if fmt is Format.json:
+        out.json(rep.to_dict(result))
+    elif fmt is Format.csv:
+        out.text(rep.to_csv(result))
+    else:
+        out.rich(rep.render_table(result, opts))
+    if fit and (result.fit is None or result.fit.best is None):
+        raise SystemExit(EXIT_NOT_OK)
+
+
+def variant_options(
+    resolution: list[str] | None,
+    width: list[str] | None,
+    dtype: list[str] | None,
+    quant: str | None,
+    replace: list[str] | None,
+    keep: list[str] | None,
+    divisor: int,
+    threads: list[str] | None,
+    fit: bool,
+    budget_ms: float | None,
+    jobs: int | None,
+) -> dict[str, Any]:
+    """The what-if options (``whatif``, ``report``) checked and parsed, as keyword
+    arguments of :func:`infercast.whatif.whatif`; bad input raises before any work."""
     from infercast.whatif.spec import (
         parse_dtypes,
         parse_quant,
@@ -147,45 +190,33 @@ def whatif(
         raise InfercastError(f"--budget-ms must be positive, not {budget_ms}")
     if jobs is not None and jobs < 1:
         raise InfercastError(f"--jobs must be at least 1, not {jobs}")
-    resolutions = parse_resolutions(resolution)
-    widths = parse_widths(width)
-    dtypes = parse_dtypes(dtype)
-    replacements = parse_replacements(replace)
-    thread_counts = parse_threads(threads)
-    scheme = parse_quant(quant)
-    tgt = load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    graph = load(model, parse_input_shapes(input_shape or []))
-    result = run(
-        graph,
-        tgt,
-        resolution=resolutions,
-        width=widths,
-        dtype=dtypes,
-        quant=scheme,
-        replace=replacements,
-        keep=keep or [],
-        divisor=divisor,
-        threads=thread_counts,
-        fit=fit,
-        budget_s=None if budget_ms is None else budget_ms / 1e3,
-        jobs=jobs,
-    )
+    return {
+        "resolution": parse_resolutions(resolution),
+        "width": parse_widths(width),
+        "dtype": parse_dtypes(dtype),
+        "quant": parse_quant(quant),
+        "replace": parse_replacements(replace),
+        "keep": keep or [],
+        "divisor": divisor,
+        "threads": parse_threads(threads),
+        "fit": fit,
+        "budget_s": None if budget_ms is None else budget_ms / 1e3,
+        "jobs": jobs,
+    }
+
+
+def run_variants(graph: Graph, target: Target, options: dict[str, Any]) -> WhatIfResult:
+    """The variants of ``graph`` on ``target``; a sweep where none can be made is bad
+    input, single failures are said on stderr."""
+    from infercast.whatif import whatif as run
+
+    result = run(graph, target, **options)
     if result.errors and not result.variants and result.fit is None:
         label, why = result.errors[0]
         raise InfercastError(f"no variant could be made: {label}: {why}")
     for label, why in result.errors:
         progress(f"variant {label} not made: {why}")
-    if export is not None:
-        _export(graph, result, export)
-    if fmt is Format.json:
-        out.json(rep.to_dict(result))
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(result))
-    else:
-        out.rich(rep.render_table(result))
-    if fit and (result.fit is None or result.fit.best is None):
-        raise SystemExit(EXIT_NOT_OK)
+    return result
 
 
 def _export(graph: Graph, result: WhatIfResult, directory: Path) -> None:

@@ -22,6 +22,7 @@ loads with ``--target FILE`` anywhere.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,13 +71,14 @@ def _fit_unit(target: Target) -> str:
 
 
 def _samples_from_graphs(
-    graphs: Sequence[tuple[str, Graph, float]],
+    graphs: Sequence[tuple[str, Graph, float]], threads: int = 1
 ) -> Callable[[Target], list[Sample]]:
     def build_samples(t: Target) -> list[Sample]:
         out = []
         for name, g, seconds in graphs:
-            fc = estimate(g, t)
-            out.append(Sample(name, tuple(w for _, w in fc.works), seconds, whole_model=True))
+            fc = estimate(g, t, threads=threads)
+            works = tuple(w for _, w in fc.works)
+            out.append(Sample(name, works, seconds, whole_model=True, threads=threads))
         return out
 
     return build_samples
@@ -121,7 +123,7 @@ def calibrate_runtime(
 
     graphs = [(s.name, load(p), t.min_s) for s, p, t in zip(chosen, paths, timings, strict=True)]
     unit = _fit_unit(target)
-    result, _ = fit(target, _samples_from_graphs(graphs), unit)
+    result, _ = fit(target, _samples_from_graphs(graphs, threads), unit)
     source = (
         f"infercast calibrate: {len(chosen)} micro-kernels timed with {_runtime_version(runtime)}, "
         f"{threads} thread(s), minimum of repeated runs"
@@ -326,3 +328,268 @@ def _builtin(t: Target) -> bool:
     from infercast.targets.loader import DATA_DIR
 
     return Path(t.path).resolve().parent == DATA_DIR.resolve()
+
+
+# --------------------------------------------------------------------------- #
+# Whole-model latencies measured elsewhere
+# --------------------------------------------------------------------------- #
+
+DEFAULT_WHOLE_MODEL_KEYS = (
+    "efficiency.conv",
+    "efficiency.depthwise_conv",
+    "op_overhead_s",
+)
+"""Free parameters of a whole-model fit when neither the command nor the target names
+any: the main unit's conv and depthwise rates and its per-op cost, plus the per-call
+cost; few enough that a handful of models identifies them."""
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    model: Path
+    seconds: float
+    threads: int
+    whole_model: bool = True
+    """False for a device-side time (an NPU driver log): no per-call runtime cost in it."""
+
+
+def read_latencies(path: str | Path) -> list[LatencyRow]:
+    """Rows of a whole-model latency file: CSV with columns ``model`` (a path, relative to
+    the file), ``ms`` and, optionally, ``threads``; a header line is required."""
+    import csv
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise CalibrationError(f"cannot read latency file {p}: {exc.strerror}") from exc
+    reader = csv.DictReader(line for line in text.splitlines() if line.strip())
+    cols = [c.strip() for c in reader.fieldnames or ()]
+    if "model" not in cols or "ms" not in cols:
+        raise CalibrationError(
+            f"{p}: needs a header with columns model, ms[, threads]; "
+            f"got {', '.join(cols) or 'none'}",
+            "e.g. model,ms,threads / mobilenet_v2_int8.tflite,44.1,4",
+        )
+    rows: list[LatencyRow] = []
+    for i, rec in enumerate(reader, start=2):
+        rec = {k.strip(): (v or "").strip() for k, v in rec.items() if k}
+        try:
+            ms = float(rec["ms"])
+            threads = int(rec.get("threads") or 1)
+        except ValueError as exc:
+            raise CalibrationError(f"{p} line {i}: ms and threads must be numbers ({exc})") from exc
+        if not ms > 0 or threads < 1:
+            raise CalibrationError(f"{p} line {i}: ms must be > 0 and threads >= 1")
+        model = (p.parent / rec["model"]).expanduser()
+        if not model.is_file():
+            raise CalibrationError(f"{p} line {i}: model file {rec['model']} not found")
+        rows.append(LatencyRow(model, ms / 1e3, threads))
+    if not rows:
+        raise CalibrationError(f"{p}: no latency rows")
+    return rows
+
+
+@dataclass(frozen=True)
+class LatencyCalibration:
+    base: Target
+    keys: tuple[str, ...]
+    values: dict[str, float]
+    fit: tuple[tuple[str, float, float], ...]
+    """(model, forecast s, measured s) with the fitted values."""
+    loo: tuple[tuple[str, float, float], ...]
+    """(model, leave-one-out forecast s, measured s)."""
+    toml: str
+
+
+def loo_median(loo: Sequence[tuple[str, float, float]]) -> float:
+    import statistics
+
+    return statistics.median(abs(f / m - 1) for _, f, m in loo) if loo else 0.0
+
+
+def loo_worst(loo: Sequence[tuple[str, float, float]]) -> float:
+    return max((max(f / m, m / f) for _, f, m in loo), default=0.0)
+
+
+def whole_model_keys(target: Target, requested: Sequence[str] = ()) -> list[str]:
+    """The free parameters of a whole-model fit: ``requested``, else the target's
+    ``calibration.parameters``, else :data:`DEFAULT_WHOLE_MODEL_KEYS` on its main unit
+    plus the per-call cost."""
+    if requested:
+        return list(requested)
+    if target.calibration.parameters:
+        return list(target.calibration.parameters)
+    unit = _fit_unit(target)
+    return [f"units.{unit}.{k}" for k in DEFAULT_WHOLE_MODEL_KEYS] + [
+        "calibration.invoke_overhead_s"
+    ]
+
+
+def calibrate_latencies(
+    target: Target,
+    rows: Sequence[LatencyRow],
+    keys: Sequence[str] = (),
+    *,
+    label: str = "",
+) -> LatencyCalibration:
+    """Fit ``target`` to whole-model latencies measured elsewhere (see :func:`read_latencies`):
+    least squares over the models' forecasts, then each model forecast by a fit on the
+    others (leave-one-out)."""
+    _require_scipy()
+    from infercast.estimate.fit import fit_values, leave_one_out
+    from infercast.estimate.forecast import Params
+    from infercast.frontends import load
+
+    free = whole_model_keys(target, keys)
+    if not any(r.whole_model for r in rows):
+        free = [k for k in free if k != "calibration.invoke_overhead_s"]
+    prior = Params.of(target, prior_for=free)
+    for k in free:
+        prior.get(k)  # an unknown key is reported here, with the keys that exist
+    samples = []
+    for r in rows:
+        fc = estimate(load(r.model), target, threads=r.threads)
+        works = tuple(w for _, w in fc.works)
+        samples.append(
+            Sample(
+                r.model.name,
+                works,
+                r.seconds,
+                r.whole_model,
+                threads=r.threads,
+                device_only=not r.whole_model,
+            )
+        )
+    f = fit_values(samples, prior, free)
+    loo = leave_one_out(samples, prior, free)
+    names = [r.model.name for r in rows]
+    text = latency_toml(target, f.values, names, loo, label)
+    return LatencyCalibration(target, tuple(free), f.values, f.residuals, tuple(loo), text)
+
+
+def latency_toml(
+    base: Target,
+    values: dict[str, float],
+    rows: Sequence[str],
+    loo: Sequence[tuple[str, float, float]],
+    label: str = "",
+) -> str:
+    """A target file that ``extends`` ``base`` with fitted values by dotted key."""
+    from infercast.estimate.forecast import fitted_values
+
+    merged = {**fitted_values(base), **values}
+    table: dict[str, Any] = {
+        "extends": base.name if _builtin(base) else base.path,
+        "description": f"{base.name} calibrated on whole-model latencies: {base.description}",
+        "calibration": {
+            "calibrated": True,
+            "source": f"infercast calibrate --from-latencies {label}".strip(),
+            "date": _dt.date.today().isoformat(),
+            "runtime": "whole-model latencies",
+            "samples": len(rows),
+            "rows": list(rows),
+            "parameters": list(values),
+            "loo_median_abs_error": float(f"{loo_median(loo):.4g}"),
+            "loo_worst_ratio": float(f"{loo_worst(loo):.4g}"),
+            "values": {k: float(f"{v:.6g}") for k, v in merged.items()},
+        },
+    }
+    header = (
+        f"# {base.name} calibrated by infercast on {len(rows)} whole-model latencies; "
+        "fitted numbers only.\n# Leave-one-out: "
+        f"median |error| {loo_median(loo):.0%}, worst {loo_worst(loo):.2f}x.\n"
+    )
+    return header + to_toml(table)
+
+
+# --------------------------------------------------------------------------- #
+# VeriSilicon (Vivante) NPU driver performance log
+# --------------------------------------------------------------------------- #
+
+_VX_BLOCK = re.compile(
+    r"layer_id:\s*(?P<layer>\d+)\s+layer name:(?P<name>.*?)\s+operation\[(?P<op_index>\d+)\]:"
+    r"(?P<op>.*?)\s+target:(?P<target>.*?)\.\s*$"
+)
+_VX_TIME = re.compile(r"^\s*execution time:\s*(?P<us>\d+(?:\.\d+)?)\s*us\s*$")
+
+
+@dataclass(frozen=True)
+class VxOperation:
+    layer_id: int
+    layer_name: str
+    operation: str
+    engine: str
+    """``NN``, ``TP``, ``SH``, ``SW`` ... as the driver prints it."""
+    seconds: float
+
+
+def read_vx_perf_log(path: str | Path) -> list[VxOperation]:
+    """Operations of a VeriSilicon NPU driver performance log (``CNN_PERF=1
+    VIV_VX_DEBUG_LEVEL=1``). The driver prints, per executed operation, a block::
+
+        layer_id: 0 layer name:<name> operation[0]:<operation> target:<engine>.
+        uid: 0
+        abs_op_id: 0
+        execution time:             20552 us
+
+    (a real sample: khadas/khadas_docs ``linux/source/vim3/KSNNUsage.md``, A311D; a model
+    compiled to one binary graph prints a single ``network_binary_graph`` block). Only
+    these lines are read; everything else in the log is ignored."""
+    p = Path(path)
+    try:
+        lines = p.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise CalibrationError(f"cannot read {p}: {exc.strerror}") from exc
+    ops: list[VxOperation] = []
+    current: re.Match[str] | None = None
+    for line in lines:
+        m = _VX_BLOCK.search(line)
+        if m:
+            current = m
+            continue
+        t = _VX_TIME.match(line)
+        if t and current is not None:
+            ops.append(
+                VxOperation(
+                    int(current["layer"]),
+                    current["name"].strip(),
+                    current["op"].strip(),
+                    current["target"].strip(),
+                    float(t["us"]) / 1e6,
+                )
+            )
+            current = None
+    return ops
+
+
+def looks_like_vx_perf_log(text: str) -> bool:
+    return any(_VX_BLOCK.search(line) for line in text.splitlines()[:2000])
+
+
+def vx_log_latency(ops: Sequence[VxOperation]) -> float:
+    """NPU execution seconds of one inference in a driver log: the sum of the operation
+    times of the first run (an operation id seen again starts the next run)."""
+    seen: set[tuple[int, int, str]] = set()
+    total = 0.0
+    for op in ops:
+        key = (op.layer_id, hash(op.layer_name), op.operation)
+        if key in seen:
+            break
+        seen.add(key)
+        total += op.seconds
+    return total
+
+
+def vx_log_rows(pairs: Sequence[tuple[str | Path, str | Path]]) -> list[LatencyRow]:
+    """(model, VeriSilicon driver log) pairs as device-time latency rows."""
+    rows = []
+    for model, log in pairs:
+        ops = read_vx_perf_log(log)
+        if not ops:
+            raise CalibrationError(
+                f"{log} holds no 'layer_id: ... execution time: ... us' blocks",
+                "run with CNN_PERF=1 VIV_VX_DEBUG_LEVEL=1 and capture the driver's output",
+            )
+        rows.append(LatencyRow(Path(model), vx_log_latency(ops), 1, whole_model=False))
+    return rows

@@ -1,37 +1,38 @@
-"""Fit a target's efficiencies, overheads and bandwidths to measured kernels.
+"""Fit a target's parameters to measured times: micro-kernels, profiled ops, or whole models.
 
-The model is :func:`infercast.estimate.forecast.kernel_time`; its free
-parameters for one processor are
+The model is :func:`infercast.estimate.forecast.kernel_time`; the free parameters are
+named by their dotted keys in a target file (``units.cpu.efficiency.conv``,
+``units.npu.op_overhead_s``, ``memories.dram.bandwidth_bytes_per_s``,
+``calibration.invoke_overhead_s`` ... -- :meth:`Params.get`). A sample is one measured
+model or op: its kernels' work, the measured seconds, the thread count and clock it ran at.
 
-* ``efficiency[class]`` for every op class the samples exercise (a fraction
-  in (0, 1] of the stated peak ops/s),
-* ``op_overhead_s`` (per kernel), the bandwidth of each memory the samples
-  touch, and ``invoke_overhead_s`` (per inference call; only when the
-  samples are whole-model timings, not per-op profiles),
-* ``reduction_half_depth`` (the dot-product length at which a conv / FC
-  reaches half its efficiency) when the samples hold convs or FCs;
-* ``channel_multiple``: a discrete choice among a few candidates (1, 4, 8,
-  16 by default), fitted by trying each.
+Least squares on ``log(predicted / measured)`` (every sample counts by its relative
+error, so a 20 us op weighs as much as a 20 ms model), parameters in log space with
+bounds (``scipy.optimize.least_squares``, trust-region reflective, soft-L1 loss so a
+single outlier does not drag a class), plus a weak pull towards the target's stated
+values so a parameter the samples barely see stays near its prior instead of running
+off. The prior weight is small (0.05 per parameter, against one unit per sample).
 
-Least squares on ``log(predicted / measured)`` (every kernel counts by its
-relative error, so a 20 us op weighs as much as a 20 ms one), parameters in
-log space with bounds (``scipy.optimize.least_squares``, trust-region
-reflective, soft-L1 loss so a single outlier kernel does not drag its
-class), plus a weak pull towards the target's stated values so a class
-with few samples stays near its prior instead of running off. The prior
-weight is small (0.05 per parameter, against one unit per sample).
+The samples' kernels are compiled once into arrays (:class:`Batch`) so that one
+evaluation of every sample under a parameter vector is a few numpy operations; it
+reproduces :func:`predict` (the per-kernel reference) to rounding.
+
+:func:`leave_one_out` refits without each sample in turn and forecasts it: the error a
+user should expect on a model the fit never saw.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from infercast.errors import InfercastError
-from infercast.estimate.forecast import Params, Work, kernel_time
+from infercast.estimate.forecast import DEFAULT_THREAD_EFFICIENCY, Params, kernel_time
+from infercast.estimate.work import PARENT_CLASS, Work
 from infercast.targets.schema import Target
 
 PRIOR_WEIGHT = 0.05
@@ -62,6 +63,303 @@ class Sample:
     measured_s: float
     whole_model: bool = True
     """True when the time covers a whole inference call (the invoke cost applies)."""
+    threads: int = 1
+    peak_scale: Mapping[str, float] = field(default_factory=dict)
+    """unit -> measured clock over the target file's clock."""
+    device_only: bool = False
+    """The time is the accelerator's own (a micro-benchmark, a driver log, a simulator's
+    cycle count): no CPU <-> accelerator transfers in it (nor a per-call cost)."""
+
+
+def sample_params(s: Sample, p: Params) -> Params:
+    """``p`` under the sample's conditions (threads, clock)."""
+    return replace(p, threads=s.threads, peak_scale={**p.peak_scale, **s.peak_scale})
+
+
+def predict(sample: Sample, p: Params) -> float:
+    """Forecast seconds of ``sample`` under ``p`` (the per-kernel reference)."""
+    q = sample_params(sample, p)
+    t = 0.0
+    for w in sample.works:
+        k = kernel_time(w, q)
+        t += k.latency_s - (k.transfer_s if sample.device_only else 0.0)
+    return t + (p.invoke_s if sample.whole_model and not sample.device_only else 0.0)
+
+
+def rmspe(pairs: Sequence[tuple[float, float]]) -> float:
+    """Root-mean-square percentage error (a fraction) of (predicted, measured) pairs."""
+    if not pairs:
+        return 0.0
+    return math.sqrt(sum(((p - m) / m) ** 2 for p, m in pairs) / len(pairs))
+
+
+# --------------------------------------------------------------------------- #
+# Vectorised evaluation
+# --------------------------------------------------------------------------- #
+
+
+def _eff_key(p: Params, unit: str, cls: str, free: set[str]) -> str | None:
+    """The efficiency key a kernel of ``cls`` on ``unit`` reads (None: efficiency 1)."""
+    for c in (cls, PARENT_CLASS.get(cls), "default"):
+        if c is None:
+            continue
+        key = f"units.{unit}.efficiency.{c}"
+        if key in free or (unit, c) in p.efficiency:
+            return key
+    return None
+
+
+class Batch:
+    """Every kernel of ``samples`` as arrays indexed into a vector of named parameters."""
+
+    def __init__(self, samples: Sequence[Sample], base: Params, free: Sequence[str]) -> None:
+        self.samples = list(samples)
+        self.base = base
+        self.names: list[str] = list(dict.fromkeys(free))
+        self._index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        cols: dict[str, list[float]] = {k: [] for k in _COLUMNS}
+        fset = set(self.names)
+        for si, s in enumerate(self.samples):
+            for w in s.works:
+                if not w.elided:
+                    self._add(cols, si, s, w, fset)
+        self.cols = {k: np.asarray(v) for k, v in cols.items()}
+        for k in _INDEX_COLUMNS:
+            self.cols[k] = self.cols[k].astype(np.int64)
+        self.theta0 = np.array([base.get(n) for n in self.names], dtype=float)
+        self.whole = np.array(
+            [1.0 if s.whole_model and not s.device_only else 0.0 for s in self.samples]
+        )
+        self.measured = np.array([s.measured_s for s in self.samples])
+
+    def _param(self, key: str | None) -> int:
+        """Index of ``key`` in the parameter vector (added as a constant when new); -1: none."""
+        if key is None:
+            return -1
+        if key not in self._index:
+            self._index[key] = len(self.names)
+            self.names.append(key)
+        return self._index[key]
+
+    def _add(
+        self, cols: dict[str, list[float]], si: int, s: Sample, w: Work, free: set[str]
+    ) -> None:
+        p = sample_params(s, self.base)
+        u = w.unit
+        computes = w.ops > 0 and w.dtype is not None
+        cpu = u in p.cores
+        n = min(p.threads, p.cores.get(u, 1))
+        scale = p.peak_scale.get(u, 1.0) / (p.cores[u] if cpu else 1)
+        half = p.reduction_half.get(u, 0.0)
+        cols["sample"].append(si)
+        cols["ops"].append(w.ops_eff if computes else 0.0)
+        cols["peak"].append(self._param(f"units.{u}.peak_{w.dtype}_ops_per_s") if computes else -1)
+        cols["scale"].append(scale)
+        cols["eff"].append(self._param(_eff_key(p, u, w.op_class, free)) if computes else -1)
+        par = computes and cpu and w.parallel and n > 1
+        cols["threads_m1"].append(float(n - 1) if par else 0.0)
+        cols["teff"].append(self._param(f"units.{u}.thread_efficiency") if par else -1)
+        cols["pc"].append(self._param(f"units.{u}.per_channel_slowdown") if w.per_channel else -1)
+        depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
+        cols["depth"].append(float(depth))
+        cols["half"].append(self._param(f"units.{u}.reduction_half_depth") if depth else -1)
+        cols["act"].append(float(w.act_bytes))
+        cols["act_bw"].append(self._mem(w.act_memory))
+        cols["wb"].append(float(w.weight_bytes))
+        bkey = f"units.{u}.broadcast_read_factor"
+        uses = w.broadcast_bytes and w.weight_memory is not None
+        uses = uses and (bkey in free or p.broadcast_read_factor.get(u, 0.0) > 0)
+        cols["bb"].append(float(w.broadcast_bytes) if uses else 0.0)
+        cols["bf"].append(self._param(bkey) if uses else -1)
+        cols["w_bw"].append(self._mem(w.weight_memory))
+        cols["streamed"].append(float(w.streamed_bytes))
+        cols["ov"].append(self._param(f"units.{u}.op_overhead_s"))
+        cols["sync"].append(self._param(f"units.{u}.thread_sync_s") if par else -1)
+        cols["ntr"].append(0.0 if s.device_only else float(len(w.transfers)))
+        cols["trb"].append(0.0 if s.device_only else float(sum(w.transfers)))
+        rw = w.rewrite_bytes is not None
+        cols["rw"].append(1.0 if rw else 0.0)
+        cols["rwb"].append(float(w.rewrite_bytes or 0))
+        cols["rw_ov"].append(self._param(f"units.{w.fallback_unit}.op_overhead_s") if rw else -1)
+        cols["rw_bw"].append(self._mem(w.fallback_memory) if rw else -1)
+
+    def _mem(self, m: str | None) -> int:
+        return -1 if m is None else self._param(f"memories.{m}.bandwidth_bytes_per_s")
+
+    def full(self, x_free: np.ndarray | None = None, n_free: int = 0) -> np.ndarray:
+        """The whole parameter vector: ``x_free`` for the first ``n_free`` names, else the base."""
+        theta = np.array([self._base_value(n) for n in self.names], dtype=float)
+        if x_free is not None:
+            theta[:n_free] = x_free
+        return theta
+
+    def _base_value(self, name: str) -> float:
+        if name.endswith(".thread_sync_s"):
+            return self.base.thread_sync_s.get(name.split(".")[1], 0.0)
+        if name.endswith(".broadcast_read_factor"):
+            return self.base.broadcast_read_factor.get(name.split(".")[1], 0.0)
+        if name.endswith(".thread_efficiency"):
+            return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
+        return self.base.get(name)
+
+    def latencies(self, theta: np.ndarray) -> np.ndarray:
+        """Forecast seconds of every sample under the full parameter vector ``theta``."""
+        c = self.cols
+        t1 = np.append(theta, 1.0)  # index -1 reads 1.0
+        t0 = np.append(theta, 0.0)  # index -1 reads 0.0
+        speed = 1.0 + c["threads_m1"] * t0[c["teff"]]
+        rate = t1[c["peak"]] * c["scale"] * t1[c["eff"]] * speed
+        halfterm = np.where(
+            c["depth"] > 0, (c["depth"] + t0[c["half"]]) / np.maximum(c["depth"], 1), 1.0
+        )
+        compute = c["ops"] * halfterm * t1[c["pc"]] / rate
+        with np.errstate(divide="ignore"):  # a 0 parameter that is no bandwidth
+            inv_bw = np.append(1.0 / theta, 0.0)
+        xbw = (
+            theta[self._index["crossing.bytes_per_s"]]
+            if "crossing.bytes_per_s" in self._index
+            else self.base.crossing_bytes_per_s
+        )
+        xfix = (
+            theta[self._index["crossing.fixed_s"]]
+            if "crossing.fixed_s" in self._index
+            else self.base.crossing_fixed_s
+        )
+        weights = c["wb"] + c["bb"] * t0[c["bf"]]
+        memory = c["act"] * inv_bw[c["act_bw"]] + weights * inv_bw[c["w_bw"]] + c["streamed"] / xbw
+        transfer = c["ntr"] * xfix + c["trb"] / xbw
+        rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
+        overhead = t0[c["ov"]] + t0[c["sync"]]
+        per_kernel = np.maximum(compute, memory) + overhead + transfer + rewrite
+        out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
+        invoke = (
+            theta[self._index["calibration.invoke_overhead_s"]]
+            if "calibration.invoke_overhead_s" in self._index
+            else self.base.invoke_s
+        )
+        return out + invoke * self.whole
+
+
+_INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
+                  "sync", "rw_ov", "rw_bw", "bf")  # fmt: skip
+_COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
+            "ntr", "trb", "rw", "rwb")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- #
+# Least squares
+# --------------------------------------------------------------------------- #
+
+
+def bounds_of(key: str) -> tuple[float, float]:
+    """(low, high) of a parameter: what is physically possible, in its own unit."""
+    if ".efficiency." in key or key.endswith(".thread_efficiency"):
+        return (1e-4, 1.0)
+    if key.endswith("per_channel_slowdown"):
+        return (1.0, 100.0)
+    if key.endswith("broadcast_read_factor"):
+        return (1e-3, 1e3)
+    if key.endswith("op_overhead_s") or key.endswith("thread_sync_s"):
+        return (1e-8, 1e-2)
+    if key == "calibration.invoke_overhead_s":
+        return (1e-7, 1e-1)
+    if key == "crossing.fixed_s":
+        return (1e-8, 1e-1)
+    if key.endswith("bytes_per_s"):
+        return (1e6, 1e13)
+    if key.endswith("reduction_half_depth"):
+        return (0.01, 1e4)
+    if key.endswith("_ops_per_s"):
+        return (1e6, 1e16)
+    return (1e-12, 1e12)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fitted values of the free parameters and the fit's residuals."""
+
+    keys: tuple[str, ...]
+    values: dict[str, float]
+    params: Params
+    residuals: tuple[tuple[str, float, float], ...]
+    """(sample, predicted s, measured s)."""
+    rmspe: float
+
+
+def fit_values(
+    samples: Sequence[Sample],
+    base: Params,
+    keys: Sequence[str],
+    *,
+    prior_weight: float = PRIOR_WEIGHT,
+    extra_starts: Sequence[Mapping[str, float]] = (),
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+) -> Fit:
+    """Least-squares fit of the dotted ``keys`` to ``samples`` (see the module docstring).
+
+    The prior is ``base``'s value of each key; ``extra_starts`` are further start points
+    (the best local minimum wins); ``bounds`` narrows a key's physical range (``bounds_of``)."""
+    if not samples:
+        raise InfercastError("no measured samples to fit", "measure some models first")
+    keys = list(dict.fromkeys(keys))
+    batch = Batch(samples, base, keys)
+    lim = [(bounds or {}).get(k, bounds_of(k)) for k in keys]
+    lo = np.log([b[0] for b in lim])
+    hi = np.log([b[1] for b in lim])
+    stated = batch.theta0[: len(keys)]
+    prior = np.clip(np.log(np.maximum(stated, 1e-300)), lo + 1e-9, hi - 1e-9)
+    # A value the target does not state (0: no per-call cost, say) is no prior to pull to.
+    weights = np.where(stated > np.exp(lo), prior_weight, 0.0)
+    meas = np.log(batch.measured)
+    nk = len(keys)
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        theta = batch.full(np.exp(x), nk)
+        r = np.log(np.maximum(batch.latencies(theta), 1e-300)) - meas
+        return np.concatenate([r, weights * (x - prior)])
+
+    from scipy.optimize import least_squares
+
+    starts = [prior]
+    for st in extra_starts:
+        starts.append(np.array([math.log(max(st.get(k, math.exp(prior[i])), 1e-300))
+                                for i, k in enumerate(keys)]))  # fmt: skip
+    best = None
+    if nk:
+        for x0 in starts:
+            res = least_squares(residuals, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi),
+                                method="trf", loss="soft_l1", f_scale=ROBUST_SCALE)  # fmt: skip
+            if best is None or res.cost < best.cost:
+                best = res
+    x = best.x if best is not None else prior
+    values = {k: float(math.exp(v)) for k, v in zip(keys, x, strict=True)}
+    params = base.with_values(values)
+    pred = batch.latencies(batch.full(np.exp(x), nk))
+    resid = tuple((s.name, float(pp), s.measured_s) for s, pp in zip(samples, pred, strict=True))
+    return Fit(tuple(keys), values, params, resid, rmspe([(pp, m) for _, pp, m in resid]))
+
+
+def leave_one_out(
+    samples: Sequence[Sample],
+    base: Params,
+    keys: Sequence[str],
+    *,
+    prior_weight: float = PRIOR_WEIGHT,
+) -> list[tuple[str, float, float]]:
+    """(sample, forecast s, measured s) of each sample by a fit on all the others.
+
+    With a single sample there is nothing to fit on: its forecast is the prior's."""
+    out: list[tuple[str, float, float]] = []
+    for i, s in enumerate(samples):
+        rest = [t for j, t in enumerate(samples) if j != i]
+        p = fit_values(rest, base, keys, prior_weight=prior_weight).params if rest else base
+        out.append((s.name, predict(s, p), s.measured_s))
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Micro-kernel and profile calibration (one processor, classes the samples exercise)
+# --------------------------------------------------------------------------- #
 
 
 @dataclass(frozen=True)
@@ -81,16 +379,21 @@ class FitResult:
     fitted_classes: tuple[str, ...]
 
 
-def predict(sample: Sample, p: Params) -> float:
-    t = sum(kernel_time(w, p).latency_s for w in sample.works)
-    return t + (p.invoke_s if sample.whole_model else 0.0)
-
-
-def rmspe(pairs: Sequence[tuple[float, float]]) -> float:
-    """Root-mean-square percentage error (a fraction) of (predicted, measured) pairs."""
-    if not pairs:
-        return 0.0
-    return math.sqrt(sum(((p - m) / m) ** 2 for p, m in pairs) / len(pairs))
+def unit_keys(samples: Sequence[Sample], unit: str, *, fit_invoke: bool) -> list[str]:
+    """The free parameters of a one-processor fit: the efficiency of every class the samples
+    exercise, the per-op overhead, the dot-product half depth (when they hold convs / FCs),
+    the bandwidth of every memory they touch, and the per-call cost (whole models only)."""
+    classes = sorted({w.op_class for s in samples for w in s.works if w.unit == unit and w.ops})
+    memories = sorted(
+        {m for s in samples for w in s.works for m in (w.act_memory, w.weight_memory) if m}
+    )
+    keys = [f"units.{unit}.efficiency.{c}" for c in classes] + [f"units.{unit}.op_overhead_s"]
+    if any(w.reduction_depth for s in samples for w in s.works if w.unit == unit):
+        keys.append(f"units.{unit}.reduction_half_depth")
+    keys += [f"memories.{m}.bandwidth_bytes_per_s" for m in memories]
+    if fit_invoke and any(s.whole_model for s in samples):
+        keys.append("calibration.invoke_overhead_s")
+    return keys
 
 
 def fit_params(
@@ -100,135 +403,48 @@ def fit_params(
     if not samples:
         raise InfercastError("no measured samples to fit", "measure some kernels first")
     base = Params.of(target)
-    classes = sorted({w.op_class for s in samples for w in s.works if w.unit == unit and w.ops})
-    memories = sorted(
-        {m for s in samples for w in s.works for m in (w.act_memory, w.weight_memory) if m}
-    )
-    names: list[str] = [f"eff:{c}" for c in classes] + ["overhead"]
-    if any(w.reduction_depth for s in samples for w in s.works if w.unit == unit):
-        names.append("half")
-    names += [f"bw:{m}" for m in memories]
-    if fit_invoke and any(s.whole_model for s in samples):
-        names.append("invoke")
-    x0, lo, hi = [], [], []
-    for n in names:
-        if n.startswith("eff:"):
-            v = base.eff(unit, n[4:])
-            x0.append(math.log(min(max(v, 1e-4), 1.0)))
-            lo.append(math.log(1e-4))
-            hi.append(0.0)
-        elif n == "overhead":
-            x0.append(math.log(max(base.overhead_s.get(unit, 0.0), 1e-6)))
-            lo.append(math.log(1e-8))
-            hi.append(math.log(1e-2))
-        elif n.startswith("bw:"):
-            x0.append(math.log(base.bandwidth[n[3:]]))
-            lo.append(math.log(1e7))
-            hi.append(math.log(1e13))
-        elif n == "half":
-            x0.append(math.log(max(base.reduction_half.get(unit, 0.0), 0.1)))
-            lo.append(math.log(0.01))
-            hi.append(math.log(1e4))
-        else:
-            x0.append(math.log(max(base.invoke_s, 1e-5)))
-            lo.append(math.log(1e-7))
-            hi.append(math.log(1e-1))
-    x0_arr = np.clip(np.array(x0), np.array(lo) + 1e-9, np.array(hi) - 1e-9)
-    prior = x0_arr.copy()
-
-    def params_of(x: np.ndarray) -> Params:
-        eff = dict(base.efficiency)
-        over = dict(base.overhead_s)
-        bw = dict(base.bandwidth)
-        invoke = base.invoke_s
-        half = dict(base.reduction_half)
-        for n, v in zip(names, x, strict=True):
-            if n.startswith("eff:"):
-                eff[(unit, n[4:])] = float(math.exp(v))
-            elif n == "overhead":
-                over[unit] = float(math.exp(v))
-            elif n.startswith("bw:"):
-                bw[n[3:]] = float(math.exp(v))
-            elif n == "half":
-                half[unit] = float(math.exp(v))
-            else:
-                invoke = float(math.exp(v))
-        return replace(
-            base,
-            efficiency=eff,
-            overhead_s=over,
-            bandwidth=bw,
-            invoke_s=invoke,
-            reduction_half=half,
-        )
-
-    meas = np.array([s.measured_s for s in samples])
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        p = params_of(x)
-        pred = np.array([predict(s, p) for s in samples])
-        r = np.log(pred / meas)
-        return np.concatenate([r, PRIOR_WEIGHT * (x - prior)])
-
-    from scipy.optimize import least_squares
-
+    if not base.reduction_half.get(unit):
+        # No stated depth penalty: the prior is a negligible one (0.1 of a MAC), so a
+        # penalty that the samples' depths cannot separate from the efficiency stays small.
+        base = replace(base, reduction_half={**base.reduction_half, unit: 0.1})
+    keys = unit_keys(samples, unit, fit_invoke=fit_invoke)
     # Two starts: the target's stated values, and one read off the data (each class's
     # efficiency as if its samples were compute-bound, the bandwidth as if the
     # cheapest-per-byte samples were memory-bound). Under max(compute, memory) a term
     # that is inactive at the start has no gradient; the second start activates it.
-    starts = [x0_arr, _data_start(names, x0_arr, samples, base, unit)]
-    lo_a, hi_a = np.array(lo), np.array(hi)
-    best = None
-    for start in starts:
-        start = np.clip(start, lo_a + 1e-9, hi_a - 1e-9)
-        res = least_squares(
-            residuals,
-            start,
-            bounds=(lo_a, hi_a),
-            method="trf",
-            loss="soft_l1",
-            f_scale=ROBUST_SCALE,
-        )
-        if best is None or res.cost < best.cost:
-            best = res
-    assert best is not None
-    res = best
-    p = params_of(res.x)
-    values = {n: float(math.exp(v)) for n, v in zip(names, res.x, strict=True)}
-    err = rmspe([(predict(s, p), s.measured_s) for s in samples])
-    return p, values, err
+    f = fit_values(samples, base, keys, extra_starts=[_data_start(keys, samples, base, unit)])
+    return f.params, f.values, f.rmspe
 
 
 def _data_start(
-    names: list[str], x0: np.ndarray, samples: Sequence[Sample], base: Params, unit: str
-) -> np.ndarray:
+    keys: list[str], samples: Sequence[Sample], base: Params, unit: str
+) -> dict[str, float]:
     """A start point read off the samples (see :func:`fit_params`)."""
-    x = x0.copy()
-    for i, n in enumerate(names):
-        if n.startswith("eff:"):
-            cls = n[4:]
+    x: dict[str, float] = {}
+    for k in keys:
+        if ".efficiency." in k:
+            cls = k.rsplit(".", 1)[1]
             ratios = []
             for s in samples:
                 ws = [w for w in s.works if w.unit == unit and w.op_class == cls and w.ops]
                 if len(ws) == len(s.works) and ws and ws[0].dtype is not None:
-                    peak = base.peak.get((unit, ws[0].dtype))
-                    if peak:
-                        ratios.append(sum(w.ops_eff for w in ws) / (peak * s.measured_s))
+                    rate = sample_params(s, base).rate(unit, ws[0].dtype, ws[0].parallel)
+                    ratios.append(sum(w.ops_eff for w in ws) / (rate * s.measured_s))
             if ratios:
-                x[i] = math.log(min(max(float(np.median(ratios)), 1e-4), 1.0))
-        elif n.startswith("bw:"):
-            mem = n[3:]
+                x[k] = min(max(float(np.median(ratios)), 1e-4), 1.0)
+        elif k.startswith("memories."):
+            mem = k.split(".")[1]
             rates = [
                 sum(w.act_bytes + w.weight_bytes for w in s.works) / s.measured_s
                 for s in samples
                 if all(w.act_memory == mem for w in s.works)
             ]
             if rates:
-                x[i] = math.log(float(np.percentile(rates, 90)))
-        elif n == "half":
-            x[i] = math.log(16.0)
-        elif n in ("overhead", "invoke"):
-            x[i] = math.log(max(min(s.measured_s for s in samples) / 4, 1e-7))
+                x[k] = float(np.percentile(rates, 90))
+        elif k.endswith("reduction_half_depth"):
+            x[k] = 16.0
+        elif k.endswith("op_overhead_s") or k == "calibration.invoke_overhead_s":
+            x[k] = max(min(s.measured_s for s in samples) / 4, 1e-7)
     return x
 
 
@@ -245,22 +461,27 @@ def fit(
     the candidate target it was made on."""
     best: tuple[FitResult, Target] | None = None
     for m in channel_multiples:
-        u = replace(target.units[unit], channel_multiple=m)
-        cand = replace(target, units={**target.units, unit: u})
+        u = dataclasses.replace(target.units[unit], channel_multiple=m)
+        cand = dataclasses.replace(target, units={**target.units, unit: u})
         samples = build_samples(cand)
         p, values, err = fit_params(cand, samples, unit, fit_invoke=fit_invoke)
+        eff_prefix = f"units.{unit}.efficiency."
         result = FitResult(
             unit=unit,
             params=p,
             channel_multiple=m,
-            efficiency={k[4:]: v for k, v in values.items() if k.startswith("eff:")},
-            reduction_half_depth=values.get("half", p.reduction_half.get(unit, 0.0)),
-            op_overhead_s=values.get("overhead", p.overhead_s.get(unit, 0.0)),
-            bandwidth={k[3:]: v for k, v in values.items() if k.startswith("bw:")},
-            invoke_overhead_s=values.get("invoke", p.invoke_s),
+            efficiency={
+                k[len(eff_prefix) :]: v for k, v in values.items() if k.startswith(eff_prefix)
+            },
+            reduction_half_depth=values.get(
+                f"units.{unit}.reduction_half_depth", p.reduction_half.get(unit, 0.0)
+            ),
+            op_overhead_s=values.get(f"units.{unit}.op_overhead_s", p.overhead_s.get(unit, 0.0)),
+            bandwidth={k.split(".")[1]: v for k, v in values.items() if k.startswith("memories.")},
+            invoke_overhead_s=values.get("calibration.invoke_overhead_s", p.invoke_s),
             rmspe=err,
             residuals=tuple((s.name, predict(s, p), s.measured_s) for s in samples),
-            fitted_classes=tuple(k[4:] for k in values if k.startswith("eff:")),
+            fitted_classes=tuple(k[len(eff_prefix) :] for k in values if k.startswith(eff_prefix)),
         )
         if best is None or result.rmspe < best[0].rmspe - 1e-4:
             best = (result, cand)

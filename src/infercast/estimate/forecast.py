@@ -5,15 +5,22 @@ FLOPs of :mod:`infercast.analysis.cost`), compared against the target's
 ``peak_<dtype>_ops_per_s`` which counts the same way; bytes are bytes.
 
 For every kernel (a fused group, :mod:`infercast.estimate.fusion`) on the
-processor placement put it on (:func:`infercast.targets.place`):
+processor placement put it on (:func:`infercast.targets.place`), with the work
+:func:`infercast.estimate.work.build_works` lists:
 
-* ``compute_s = ops_eff / (peak[dtype] x efficiency[op class])`` where
-  ``ops_eff`` carries the shape effects real hardware has: output channels
-  rounded up to the unit's ``channel_multiple`` (SIMD lanes / MAC-array
-  columns; Arm Vela's 16 -> 17 channel trap), and maps narrower than
-  ``efficient_width_px`` run at ``width / efficient_width_px`` of the
-  efficiency (the K210 KPU below 64 px); a ``note`` check with a
-  ``slowdown`` (per-channel weights on the i.MX 8M Plus NPU) multiplies it;
+* ``compute_s = ops_eff / (rate x efficiency[op class])`` where ``ops_eff``
+  carries the shape effects real hardware has: output channels rounded up to
+  the unit's ``channel_multiple`` (SIMD lanes / MAC-array columns; Arm Vela's
+  16 -> 17 channel trap), and maps narrower than ``efficient_width_px`` run at
+  ``width / efficient_width_px`` of the efficiency (the K210 KPU below 64 px);
+  a ``note`` check with a ``slowdown`` multiplies it. The **rate** is the
+  unit's ``peak[dtype]`` (scaled by the clock a measurement ran at, when it
+  differs from the file's); on a CPU unit the peak covers all its ``cores``,
+  and a kernel runs at ``peak / cores x (1 + (threads - 1) x thread_efficiency)``
+  when the runtime splits it across threads (``work.PARALLEL_CLASSES``), at
+  ``peak / cores`` otherwise; a split kernel also pays ``thread_sync_s`` (the pool's
+  wake-up and end barrier) in its overhead. Weights quantised per channel multiply the
+  compute time by the unit's ``per_channel_slowdown`` (1: no effect);
 * ``memory_s = activation bytes / bandwidth of the memory holding
   activations (layer_io for accelerator layers) + weight bytes / bandwidth of
   the memory holding weights``; weights beyond a cache that streams
@@ -41,51 +48,55 @@ The layer's **bound** is the largest term: ``compute``, ``memory``,
 a target that has an accelerator. Members of a fused group other than its
 first op carry 0 s and bound ``fused``; a transpose the runtime cancels with
 its inverse carries 0 s and bound ``elided``. ``one_time_s`` (first-run graph
-compilation) is reported apart, and never added to the latency;
-``invoke_s`` (the calibrated fixed cost of one inference call) is added once.
+compilation) is reported apart, never added to the latency, and charged only
+when the accelerator runs at least one layer; ``invoke_s`` (the calibrated
+fixed cost of one inference call) is added once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from infercast.analysis.cost import Analysis, analyze_graph
+from infercast.estimate.fusion import Kernel
+from infercast.estimate.work import (
+    LARGE_DEPTHWISE_TAPS,
+    PARALLEL_CLASSES,
+    PARENT_CLASS,
+    EstimateError,
+    Work,
+    build_works,
+    dtype_key,
+    op_class,
+    peak_key,
+)
+from infercast.ir.graph import Graph
+from infercast.ir.labels import BOUNDS, Bound, Placement
+from infercast.targets.placement import PlacementReport, device_graph, place
+from infercast.targets.schema import Target
 
-from infercast.analysis.cost import Analysis, LayerCost, analyze_graph
-from infercast.errors import InfercastError
-from infercast.estimate.fusion import Kernel, elided_transposes, kernels
-from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Tensor
-from infercast.ir.labels import Bound, Placement
-from infercast.ir.views import KernelDims, ShapeUnknownError, activation_dims, kernel_dims
-from infercast.ops.registry import Handler, get_handler, relabels_input
-from infercast.targets.placement import LayerPlacement, PlacementReport, device_graph, place
-from infercast.targets.schema import EFFICIENCY_KEYS, Target
+__all__ = [
+    "BOUNDS",
+    "LARGE_DEPTHWISE_TAPS",
+    "PARALLEL_CLASSES",
+    "EstimateError",
+    "Forecast",
+    "LayerForecast",
+    "Params",
+    "Times",
+    "Work",
+    "dtype_key",
+    "estimate",
+    "kernel_time",
+    "op_class",
+    "peak_key",
+]
 
-_FAMILY_CLASS = {
-    "conv": "conv",
-    "linalg": "linalg",
-    "elementwise": "elementwise",
-    "pool": "pool",
-    "movement": "movement",
-    "normalization": "normalization",
-    "recurrent": "recurrent",
-    "detection": "detection",
-}
-PARENT_CLASS = {"depthwise_conv_large": "depthwise_conv"}
-LARGE_DEPTHWISE_TAPS = 25
-"""Depthwise kernels with more taps than this (7x7 and up) are their own class: XNNPACK's
-single-pass depthwise micro-kernels stop at 25 taps (5x5; google/XNNPACK src/f32-dwconv/,
-``up*x25``), larger ones take the multi-pass path, and ONNX Runtime's are as slow; measured
-here 5-9x below the 3x3 / 5x5 rate on both runtimes."""
-_INT_KEYS = ("int8", "int16", "int4")
-_FLOAT_KEYS = ("fp32", "fp16", "bf16")
-
-
-class EstimateError(InfercastError):
-    """The forecast cannot be made (no usable peak, bad parameters)."""
+DEFAULT_THREAD_EFFICIENCY = 0.8
+"""Speed-up of each extra CPU thread when a target states none (U: calibrate it)."""
 
 
 # --------------------------------------------------------------------------- #
@@ -95,10 +106,16 @@ class EstimateError(InfercastError):
 
 @dataclass(frozen=True)
 class Params:
-    """The numbers the time model reads, taken from a target (calibration varies them)."""
+    """The numbers the time model reads, taken from a target (calibration varies them).
+
+    Every fittable number has a dotted key, the same as its key in a target file
+    (``units.npu.efficiency.conv``, ``memories.dram.bandwidth_bytes_per_s``,
+    ``crossing.bytes_per_s``, ``calibration.invoke_overhead_s`` ...): :meth:`get`
+    and :meth:`with_values` read and set them.
+    """
 
     peak: Mapping[tuple[str, str], float]
-    """(unit, dtype key) -> peak ops/s."""
+    """(unit, dtype key) -> peak ops/s of the whole unit (every core)."""
     efficiency: Mapping[tuple[str, str], float]
     """(unit, efficiency key) -> fraction; ``default`` where a class is not stated."""
     overhead_s: Mapping[str, float]
@@ -109,27 +126,62 @@ class Params:
     invoke_s: float
     reduction_half: Mapping[str, float] = field(default_factory=dict)
     """unit -> ``reduction_half_depth`` (0: no short-dot-product effect)."""
+    cores: Mapping[str, int] = field(default_factory=dict)
+    """CPU unit -> cores its peak covers (other kinds are absent: no thread scaling)."""
+    thread_efficiency: Mapping[str, float] = field(default_factory=dict)
+    thread_sync_s: Mapping[str, float] = field(default_factory=dict)
+    """CPU unit -> seconds of thread-pool hand-off per parallel kernel when threads > 1."""
+    per_channel_slowdown: Mapping[str, float] = field(default_factory=dict)
+    broadcast_read_factor: Mapping[str, float] = field(default_factory=dict)
+    peak_scale: Mapping[str, float] = field(default_factory=dict)
+    """unit -> clock of the forecast over the file's clock (1 when absent)."""
+    threads: int = 1
 
     @staticmethod
-    def of(target: Target) -> Params:
+    def of(target: Target, threads: int = 1, *, prior_for: Sequence[str] = ()) -> Params:
+        """The target's numbers: its tables, then its ``calibration.values`` over them except
+        for the keys in ``prior_for``, which keep the tables' (the fit's prior) values."""
+        p = Params.stated(target, threads)
+        fitted = {k: v for k, v in fitted_values(target).items() if k not in prior_for}
+        if target.calibration.values_from:
+            from infercast.targets.loader import load_target
+
+            inherited = fitted_values(load_target(target.calibration.values_from))
+            for k in prior_for:  # the prior of a key this target fits: the shared value
+                if k in inherited:
+                    fitted[k] = inherited[k]
+        return p.with_values(fitted) if fitted else p
+
+    @staticmethod
+    def stated(target: Target, threads: int = 1) -> Params:
+        """The numbers the target's tables state (no calibration values applied)."""
         peak: dict[tuple[str, str], float] = {}
         eff: dict[tuple[str, str], float] = {}
-        over: dict[str, float] = {}
         for u in target.units.values():
             for k, v in u.peak_ops_per_s.items():
                 peak[(u.name, k)] = v
             for k, v in u.efficiency.items():
                 eff[(u.name, k)] = v
-            over[u.name] = u.op_overhead_s
+        cpus = [u for u in target.units.values() if u.kind == "cpu"]
         return Params(
             peak=peak,
             efficiency=eff,
-            overhead_s=over,
-            bandwidth={m.name: m.bandwidth_bytes_per_s for m in target.memories.values()},
+            overhead_s={u.name: u.op_overhead_s for u in target.units.values()},
+            bandwidth={
+                m.name: m.bandwidth_bytes_per_s * m.efficiency for m in target.memories.values()
+            },
             crossing_fixed_s=target.crossing.fixed_s,
             crossing_bytes_per_s=target.crossing.bytes_per_s,
             invoke_s=target.calibration.invoke_overhead_s,
             reduction_half={u.name: u.reduction_half_depth for u in target.units.values()},
+            cores={u.name: u.cores for u in cpus},
+            thread_efficiency={
+                u.name: u.thread_efficiency or DEFAULT_THREAD_EFFICIENCY for u in cpus
+            },
+            thread_sync_s={u.name: u.thread_sync_s for u in cpus},
+            per_channel_slowdown={u.name: u.per_channel_slowdown for u in target.units.values()},
+            broadcast_read_factor={u.name: u.broadcast_read_factor for u in target.units.values()},
+            threads=threads,
         )
 
     def eff(self, unit: str, op_class: str) -> float:
@@ -139,48 +191,117 @@ class Params:
                 return self.efficiency[(unit, cls)]
         return 1.0
 
+    def speedup(self, unit: str) -> float:
+        """How much faster than one thread a parallel kernel runs on ``unit``."""
+        if unit not in self.cores:
+            return 1.0
+        n = min(self.threads, self.cores[unit])
+        return 1.0 + (n - 1) * self.thread_efficiency.get(unit, DEFAULT_THREAD_EFFICIENCY)
+
+    def sync_s(self, unit: str, parallel: bool) -> float:
+        """Thread hand-off seconds of one kernel on ``unit`` (0 on one thread)."""
+        if not parallel or unit not in self.cores or min(self.threads, self.cores[unit]) < 2:
+            return 0.0
+        return self.thread_sync_s.get(unit, 0.0)
+
+    def rate(self, unit: str, dtype: str, parallel: bool) -> float:
+        """Ops/s of ``unit`` at efficiency 1 for a kernel computing in ``dtype``."""
+        peak = self.peak.get((unit, dtype))
+        if peak is None:
+            raise EstimateError(f"unit '{unit}' states no peak for {dtype}")
+        peak *= self.peak_scale.get(unit, 1.0)
+        if unit in self.cores:
+            peak /= self.cores[unit]
+            if parallel:
+                peak *= self.speedup(unit)
+        return peak
+
+    # -- dotted keys ---------------------------------------------------------- #
+
+    def get(self, key: str) -> float:
+        """The value of a dotted parameter key (see the class docstring)."""
+        slot, sub = _slot(key)
+        if slot in ("crossing_fixed_s", "crossing_bytes_per_s", "invoke_s"):
+            return float(getattr(self, slot))
+        table = getattr(self, slot)
+        if slot == "efficiency":
+            return self.eff(*sub)
+        if slot == "thread_efficiency":
+            return float(table.get(sub, DEFAULT_THREAD_EFFICIENCY))
+        if slot == "per_channel_slowdown":
+            return float(table.get(sub, 1.0))
+        if slot in ("thread_sync_s", "broadcast_read_factor"):
+            return float(table.get(sub, 0.0))
+        if sub not in table:
+            raise EstimateError(f"the target has no parameter '{key}'")
+        return float(table[sub])
+
+    def with_values(self, values: Mapping[str, float]) -> Params:
+        """A copy with the dotted keys in ``values`` set."""
+        changes: dict[str, Any] = {}
+        for key, v in values.items():
+            slot, sub = _slot(key)
+            if slot in ("crossing_fixed_s", "crossing_bytes_per_s", "invoke_s"):
+                changes[slot] = float(v)
+                continue
+            table = dict(changes.get(slot, getattr(self, slot)))
+            table[sub] = float(v)
+            changes[slot] = table
+        return dataclasses.replace(self, **changes)
+
+
+_UNIT_SLOTS = {
+    "op_overhead_s": "overhead_s",
+    "reduction_half_depth": "reduction_half",
+    "thread_efficiency": "thread_efficiency",
+    "per_channel_slowdown": "per_channel_slowdown",
+    "thread_sync_s": "thread_sync_s",
+    "broadcast_read_factor": "broadcast_read_factor",
+}
+
+
+def _slot(key: str) -> tuple[str, Any]:
+    """(Params field, key within it) of a dotted parameter key."""
+    parts = key.split(".")
+    if key == "crossing.fixed_s":
+        return "crossing_fixed_s", None
+    if key == "crossing.bytes_per_s":
+        return "crossing_bytes_per_s", None
+    if key == "calibration.invoke_overhead_s":
+        return "invoke_s", None
+    if len(parts) == 3 and parts[0] == "memories" and parts[2] == "bandwidth_bytes_per_s":
+        return "bandwidth", parts[1]
+    if len(parts) == 4 and parts[0] == "units" and parts[2] == "efficiency":
+        return "efficiency", (parts[1], parts[3])
+    if len(parts) == 3 and parts[0] == "units" and parts[2] in _UNIT_SLOTS:
+        return _UNIT_SLOTS[parts[2]], parts[1]
+    if len(parts) == 3 and parts[0] == "units" and parts[2].startswith("peak_"):
+        dt = parts[2].removeprefix("peak_").removesuffix("_ops_per_s")
+        return "peak", (parts[1], dt)
+    raise EstimateError(
+        f"'{key}' is not a fittable parameter",
+        "use units.U.efficiency.CLASS, units.U.op_overhead_s, units.U.thread_efficiency, "
+        "units.U.per_channel_slowdown, units.U.thread_sync_s, units.U.peak_<dtype>_ops_per_s, "
+        "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s or "
+        "calibration.invoke_overhead_s",
+    )
+
+
+def fitted_values(target: Target) -> dict[str, float]:
+    """The target's ``calibration.values``, over those of ``calibration.values_from``."""
+    cal = target.calibration
+    out: dict[str, float] = {}
+    if cal.values_from:
+        from infercast.targets.loader import load_target
+
+        out.update(fitted_values(load_target(cal.values_from)))
+    out.update(cal.values)
+    return out
+
 
 # --------------------------------------------------------------------------- #
-# What each kernel asks of its processor
+# The time of one kernel
 # --------------------------------------------------------------------------- #
-
-
-@dataclass(frozen=True)
-class Work:
-    """Work of one kernel, independent of the parameters (input of :func:`kernel_time`)."""
-
-    unit: str
-    op_class: str
-    dtype: str | None
-    """Peak key used (``fp32``, ``int8``, …); None when the op does no arithmetic."""
-    ops: float
-    """Arithmetic ops as counted (1 MAC = 2 ops), all members of the kernel."""
-    shape_factor: float
-    """ops_eff / ops from channel padding, narrow maps and slowdown notes (>= 1)."""
-    act_bytes: int
-    weight_bytes: int
-    streamed_bytes: int
-    act_memory: str | None
-    weight_memory: str | None
-    reduction_depth: int = 0
-    """Length K of the kernel's dot products (conv: input channels per group x taps; FC: input
-    features); 0 where the op has none."""
-    transfers: tuple[int, ...] = ()
-    """Bytes of each crossing charged to this kernel."""
-    rewrite_bytes: int | None = None
-    """Output bytes of a ``partial`` layer (the fallback's extra pass); None if not partial."""
-    fallback_unit: str = ""
-    fallback_memory: str | None = None
-    on_fallback: bool = False
-    """Placed on the fallback processor of a target that has an accelerator."""
-    known: bool = True
-    """False when the ops are unknown (no cost rule, unknown shapes)."""
-    elided: bool = False
-    """A transpose the runtime removes (:func:`~infercast.estimate.fusion.elided_transposes`)."""
-
-    @property
-    def ops_eff(self) -> float:
-        return self.ops * self.shape_factor
 
 
 @dataclass(frozen=True)
@@ -198,24 +319,31 @@ class Times:
         )
 
 
+def compute_time(w: Work, p: Params) -> float:
+    """Seconds of arithmetic of kernel ``w`` (the module docstring's ``compute_s``)."""
+    if w.ops <= 0 or w.dtype is None:
+        return 0.0
+    t = w.ops_eff / (p.rate(w.unit, w.dtype, w.parallel) * p.eff(w.unit, w.op_class))
+    half = p.reduction_half.get(w.unit, 0.0)
+    if half > 0 and w.reduction_depth > 0:
+        t *= (w.reduction_depth + half) / w.reduction_depth
+    if w.per_channel:
+        t *= p.per_channel_slowdown.get(w.unit, 1.0)
+    return t
+
+
 def kernel_time(w: Work, p: Params) -> Times:
     """Seconds of one kernel under parameters ``p`` (see the module docstring)."""
     if w.elided:
         return Times(0.0, 0.0, 0.0, 0.0, 0.0)
-    compute = 0.0
-    if w.ops > 0 and w.dtype is not None:
-        peak = p.peak.get((w.unit, w.dtype))
-        if peak is None:
-            raise EstimateError(f"unit '{w.unit}' states no peak for {w.dtype}")
-        compute = w.ops_eff / (peak * p.eff(w.unit, w.op_class))
-        half = p.reduction_half.get(w.unit, 0.0)
-        if half > 0 and w.reduction_depth > 0:
-            compute *= (w.reduction_depth + half) / w.reduction_depth
     memory = 0.0
     if w.act_memory is not None:
         memory += w.act_bytes / p.bandwidth[w.act_memory]
     if w.weight_memory is not None:
         memory += w.weight_bytes / p.bandwidth[w.weight_memory]
+        factor = p.broadcast_read_factor.get(w.unit, 0.0)
+        if factor and w.broadcast_bytes:
+            memory += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
     memory += w.streamed_bytes / p.crossing_bytes_per_s
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
     rewrite = 0.0
@@ -223,7 +351,9 @@ def kernel_time(w: Work, p: Params) -> Times:
         rewrite = p.overhead_s.get(w.fallback_unit, 0.0)
         if w.fallback_memory is not None:
             rewrite += w.rewrite_bytes / p.bandwidth[w.fallback_memory]
-    return Times(compute, memory, p.overhead_s.get(w.unit, 0.0), transfer, rewrite)
+    split = w.parallel and w.ops > 0 and w.dtype is not None
+    overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
+    return Times(compute_time(w, p), memory, overhead, transfer, rewrite)
 
 
 def bound_of(w: Work, t: Times) -> Bound:
@@ -295,6 +425,11 @@ class Forecast:
         return self.params.invoke_s
 
     @property
+    def threads(self) -> int:
+        """CPU threads the forecast assumes (the runtime's thread count)."""
+        return self.params.threads
+
+    @property
     def latency_s(self) -> float:
         """Steady-state seconds per inference (one-time costs excluded)."""
         return sum(ly.latency_s for ly in self.layers) + self.invoke_s
@@ -324,6 +459,7 @@ class Forecast:
             "latency_s": self.latency_s,
             "one_time_s": self.one_time_s,
             "invoke_s": self.invoke_s,
+            "threads": self.threads,
             "compute_s": sum(ly.compute_s for ly in self.layers),
             "memory_s": sum(ly.memory_s for ly in self.layers),
             "overhead_s": sum(ly.overhead_s for ly in self.layers),
@@ -335,334 +471,28 @@ class Forecast:
         }
 
 
-# --------------------------------------------------------------------------- #
-# Building the work list
-# --------------------------------------------------------------------------- #
-
-
-def op_class(node: Node, graph: Graph | None = None) -> str:
-    """The efficiency key of an op (``targets.schema.EFFICIENCY_KEYS``)."""
-    if node.op == "depthwise_conv":
-        ks = node.attrs.get("kernel_shape")
-        taps = 0
-        if isinstance(ks, tuple | list) and ks:
-            taps = int(np.prod([int(k) for k in ks]))
-        elif graph is not None:
-            w_idx = int(node.attrs.get("weight_input", 1))
-            if w_idx < len(node.inputs) and node.inputs[w_idx]:
-                w = graph.tensors[node.inputs[w_idx]]
-                try:
-                    k = kernel_dims(w, str(node.attrs.get("weight_layout", "OIHW")))
-                    taps = k.spatial_size
-                except (ShapeUnknownError, ValueError, IndexError):
-                    taps = 0
-        return "depthwise_conv_large" if taps > LARGE_DEPTHWISE_TAPS else "depthwise_conv"
-    h = get_handler(node.op)
-    cls = _FAMILY_CLASS.get(h.family if h else "", "default")
-    return cls if cls in EFFICIENCY_KEYS else "default"
-
-
-def dtype_key(dt: DType) -> str:
-    """The peak key a tensor of ``dt`` computes in."""
-    if dt in (DType.INT8, DType.UINT8):
-        return "int8"
-    if dt in (DType.INT16, DType.UINT16):
-        return "int16"
-    if dt in (DType.INT4, DType.UINT4, DType.INT2):
-        return "int4"
-    if dt == DType.FLOAT16:
-        return "fp16"
-    if dt == DType.BFLOAT16:
-        return "bf16"
-    return "fp32"
-
-
-def peak_key(target: Target, unit: str, want: str) -> tuple[str | None, bool]:
-    """(key, exact): the unit's peak for ``want``, else the closest it states."""
-    peaks = target.units[unit].peak_ops_per_s
-    if want in peaks:
-        return want, True
-    family = _INT_KEYS if want in _INT_KEYS else _FLOAT_KEYS
-    for k in family:
-        if k in peaks:
-            return k, False
-    for k in (*_FLOAT_KEYS, *_INT_KEYS):
-        if k in peaks:
-            return k, False
-    return None, False
-
-
-def _compute_dtype(graph: Graph, node: Node) -> DType | None:
-    ins = [t for t in graph.input_tensors(node) if t is not None]
-    w_idx = node.attrs.get("weight_input")
-    if isinstance(w_idx, int) and w_idx < len(node.inputs) and node.inputs[w_idx]:
-        return graph.tensors[node.inputs[w_idx]].dtype
-    acts = [t for t in ins if not t.is_constant]
-    if acts:
-        return acts[0].dtype
-    outs = graph.output_tensors(node)
-    return outs[0].dtype if outs else None
-
-
-def _weight_tensors(graph: Graph, node: Node) -> list[Tensor]:
-    h = get_handler(node.op)
-    args = h.arg_inputs if h else frozenset()
-    out: list[Tensor] = []
-    for i, name in enumerate(node.inputs):
-        if not name or i in args:
-            continue
-        t = graph.tensors[name]
-        if t.is_constant and (t.dtype.is_float or t.dtype.is_integer):
-            out.append(t)
-    return out
-
-
-def _ceil_to(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
-    """ops_eff / ops for the anchor ``node`` on ``unit`` (channel padding, narrow maps)."""
-    u = target.units[unit]
-    f = 1.0
-    m = u.channel_multiple
-    h = get_handler(node.op)
-    try:
-        if m > 1 and h is not None and h.conv_like:
-            c = _kernel(graph, node, h).out_channels
-            f *= _ceil_to(c, m) / c
-        elif m > 1 and h is not None and h.fc_like:
-            out = graph.output_tensors(node)[0]
-            if out.is_static and out.shape:
-                n = int(out.shape[-1] or 1)
-                f *= _ceil_to(n, m) / n
-        if u.efficient_width_px and op_class(node, graph) in (
-            "conv",
-            "depthwise_conv",
-            "depthwise_conv_large",
-            "pool",
-        ):
-            out = graph.output_tensors(node)[0]
-            if out.rank == 4:
-                d = activation_dims(out, graph.layout)
-                width = d.spatial[-1] if d.spatial else 0
-                if 0 < width < u.efficient_width_px:
-                    f *= u.efficient_width_px / width
-    except (ShapeUnknownError, ValueError, IndexError, KeyError):
-        return f
-    return f
-
-
-def _kernel(graph: Graph, node: Node, h: Handler) -> KernelDims:
-    """The kernel dimensions of a conv-like node (from its weight tensor)."""
-    w_idx = int(node.attrs.get("weight_input", h.weight_input or 1))
-    default = "IOHW" if node.op == "conv_transpose" else "OIHW"
-    return kernel_dims(
-        graph.tensors[node.inputs[w_idx]], str(node.attrs.get("weight_layout", default))
+def uncertainty(target: Target) -> str | None:
+    """ "±25% (median), worst 1.8x, on 14 rows" from a target's leave-one-out figures."""
+    cal = target.calibration
+    if not cal.calibrated or not cal.rows or not cal.loo_worst_ratio:
+        return None
+    return (
+        f"±{cal.loo_median_abs_error:.0%} (median), worst {cal.loo_worst_ratio:.1f}x, "
+        f"on {len(cal.rows)} rows (leave-one-out)"
     )
 
 
-def reduction_depth(graph: Graph, node: Node) -> int:
-    """Length of the dot products of a conv / FC / MatMul (0 when not known).
-
-    Depthwise convolutions have none: they are not GEMMs (one input channel per output
-    channel), so the short-dot-product effect of a GEMM micro-kernel does not apply."""
-    h = get_handler(node.op)
-    if h is None:
-        return 0
-    try:
-        if h.conv_like and node.op != "depthwise_conv":
-            k = _kernel(graph, node, h)
-            return k.in_channels * k.spatial_size
-        if h.fc_like:
-            x = graph.tensors[node.inputs[0]]
-            if x.is_static and x.shape:
-                k_dim = int(x.shape[-1] or 0)
-                if node.op == "gemm" and node.attrs.get("transA"):
-                    k_dim = int(x.shape[0] or 0)
-                return k_dim
-    except (ShapeUnknownError, ValueError, IndexError, KeyError):
-        return 0
-    return 0
-
-
-def _slowdown(ly: LayerPlacement, target: Target) -> float:
-    """Product of the ``slowdown`` parameters of the note checks that fired on ``ly``."""
-    f = 1.0
-    checks = list(target.support.generic)
-    for rule in target.support.rules.values():
-        checks.extend(rule.checks)
-    for note in ly.notes:
-        for c in checks:
-            v = c.params.get("slowdown")
-            if c.name == note.check and isinstance(v, int | float):
-                f *= float(v)
-                break
-    return f
-
-
-def memory_for(target: Target, holds: tuple[str, ...]) -> str | None:
-    for kind in holds:
-        for m in target.memories.values():
-            if kind in m.holds:
-                return m.name
-    return None
-
-
-def _build(
-    graph: Graph,
-    dev: Graph,
-    analysis: Analysis,
-    report: PlacementReport,
-    target: Target,
-    fuse: bool,
-) -> tuple[list[tuple[Kernel, Work]], list[str]]:
-    notes: list[str] = []
-    cost: dict[int, LayerCost] = {ly.index: ly for ly in analysis.main_layers()}
-    place_of: dict[int, LayerPlacement] = {ly.index: ly for ly in report.layers}
-    proc = {i: ly.processor for i, ly in place_of.items() if not ly.folded}
-    elided = elided_transposes(dev) if fuse else set()
-    groups = (
-        kernels(dev, proc, elided)
-        if fuse
-        else [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded]
-    )
-    nodes = {n.index: n for n in dev.nodes}
-    has_acc = target.placement.accelerator is not None
-    fb_unit = target.placement.fallback
-    fb_mem = memory_for(target, ("activations",))
-
-    # Crossings: charged to the receiving layer, model outputs to their producer.
-    member_of = {i: k.anchor for k in groups for i in k.members}
-    transfers: dict[int, list[int]] = {}
-    for c in report.crossings:
-        at = min(c.consumers) if c.consumers else c.producer
-        if at is None or at not in member_of:
-            continue
-        transfers.setdefault(member_of[at], []).append(c.bytes or 0)
-
-    # Streaming weight caches: cumulative unique weights in execution order.
-    stream_mems = {m.name: m for m in target.memories.values() if m.on_overflow == "stream"}
-    used: dict[str, int] = {name: 0 for name in stream_mems}
-    seen_weights: set[str] = set()
-
-    missing_peak: set[str] = set()
-    out: list[tuple[Kernel, Work]] = []
-    for k in groups:
-        anchor = nodes[k.anchor]
-        lp = place_of[k.anchor]
-        unit = lp.unit
-        on_acc = lp.processor == "accelerator"
-        members = [nodes[i] for i in k.members]
-        inside = {o for n in members for o in n.outputs if o}
-        # Activations read from outside the group, outputs read outside it (or model outputs).
-        act_in: dict[str, int | None] = {}
-        weights: dict[str, int] = {}
-        for n in members:
-            wts = _weight_tensors(dev, n)
-            wnames = {t.name for t in wts}
-            for t in wts:
-                weights[t.derived_from or t.name] = t.nbytes or 0
-            for name in n.inputs:
-                if name and name not in inside and name not in wnames:
-                    t = dev.tensors[name]
-                    if not t.is_constant:
-                        act_in[name] = t.nbytes
-        last = members[-1]
-        act_out: dict[str, int | None] = {o: dev.tensors[o].nbytes for o in last.outputs if o}
-        for n in members[:-1]:
-            for o in n.outputs:
-                if o and (
-                    o in dev.outputs or any(c not in k.members for c in dev.consumers.get(o, ()))
-                ):
-                    act_out[o] = dev.tensors[o].nbytes
-        act_bytes = sum(v or 0 for v in act_in.values()) + sum(v or 0 for v in act_out.values())
-        relabel = relabels_input(dev, anchor)  # no copy in ORT / TFLite: overhead only
-        if relabel and len(members) == 1:
-            act_bytes = 0
-        # Weights: which memory, and what a streaming cache cannot hold.
-        w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
-        a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
-        streamed = 0
-        w_bytes = 0
-        for root, nb in weights.items():
-            if root in seen_weights:
-                continue  # a shared weight is read once per inference
-            seen_weights.add(root)
-            w_bytes += nb
-            if w_mem in stream_mems:
-                cap = stream_mems[w_mem].size_bytes
-                fits = max(min(nb, cap - used[w_mem]), 0)
-                used[w_mem] += nb
-                streamed += nb - fits
-        w_bytes -= streamed
-        # Arithmetic.
-        ops = 0.0
-        known = True
-        for n in members:
-            lc = cost.get(n.index)
-            # A layer whose output size is unknown (unknown_shape) has unknown bytes too,
-            # even when its arithmetic (a Reshape's 0) does not depend on it.
-            if lc is None or lc.flops is None or lc.status == "unknown_shape":
-                known = False
-            else:
-                ops += lc.flops
-        if any(t is None for t in (*act_in.values(), *act_out.values())):
-            known = False
-        cls = op_class(anchor, dev)
-        if cls == "movement" and known and ops == 0 and not relabel:
-            # A copy costs per element too (index arithmetic, narrow rows): one op per
-            # element written, so that efficiency.movement is the copy throughput.
-            ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))
-        dt = _compute_dtype(dev, anchor)
-        key: str | None = None
-        if ops > 0 and dt is not None:
-            key, exact = peak_key(target, unit, dtype_key(dt))
-            if key is None:
-                raise EstimateError(
-                    f"{target.name}: unit '{unit}' states no peak_<dtype>_ops_per_s",
-                    "add one to the target file",
-                )
-            if not exact:
-                missing_peak.add(f"{unit}: {dtype_key(dt)} computed at the {key} peak")
-        factor = shape_factor(dev, anchor, target, unit) * _slowdown(lp, target)
-        depth = reduction_depth(dev, anchor) if cls in ("conv", "linalg") else 0
-        out.append(
-            (
-                k,
-                Work(
-                    unit=unit,
-                    op_class=cls,
-                    dtype=key,
-                    ops=ops,
-                    shape_factor=factor,
-                    reduction_depth=depth,
-                    act_bytes=act_bytes,
-                    weight_bytes=w_bytes,
-                    streamed_bytes=streamed,
-                    act_memory=a_mem,
-                    weight_memory=w_mem,
-                    transfers=tuple(transfers.get(k.anchor, ())),
-                    rewrite_bytes=sum(v or 0 for v in act_out.values())
-                    if lp.placement == "partial"
-                    else None,
-                    fallback_unit=fb_unit,
-                    fallback_memory=fb_mem,
-                    on_fallback=has_acc and lp.processor == "cpu",
-                    known=known,
-                    elided=len(members) == 1 and k.anchor in elided,
-                ),
-            )
+def cpu_threads(target: Target, threads: int | None) -> int:
+    """The CPU thread count a forecast assumes: ``threads``, else 1 (what TFLite's
+    ``benchmark_model`` and ``infercast bench`` use by default); 1..cores of the fallback CPU."""
+    n = 1 if threads is None else threads
+    cores = target.fallback.cores if target.fallback.kind == "cpu" else 1
+    if not 1 <= n <= max(cores, 1):
+        raise EstimateError(
+            f"--threads must be between 1 and {cores} (the cores of {target.name}'s "
+            f"{target.fallback.name}), not {n}"
         )
-    for m in sorted(missing_peak):
-        notes.append(f"no peak stated for the dtype; {m}")
-    for name, mem in stream_mems.items():
-        if used[name] > mem.size_bytes:
-            notes.append(
-                f"{name}: {used[name] - mem.size_bytes} weight bytes beyond its "
-                f"{mem.size_bytes} bytes are streamed over the link every inference"
-            )
-    return out, notes
+    return n
 
 
 def estimate(
@@ -673,12 +503,17 @@ def estimate(
     analysis: Analysis | None = None,
     fuse: bool = True,
     params: Params | None = None,
+    threads: int | None = None,
+    clock_hz: float | None = None,
 ) -> Forecast:
     """Forecast per-layer latency of ``graph`` on ``target``.
 
     ``placement`` (``place(graph, target)``) and ``analysis`` (``analyze_graph(graph)``)
     are computed here when not given. ``params`` overrides the target's numbers
-    (what calibration varies); ``fuse=False`` costs every op as its own kernel.
+    (what calibration varies); ``fuse=False`` costs every op as its own kernel;
+    ``threads``: the CPU runtime's thread count (default 1); ``clock_hz``: the clock
+    of the target's main unit (its accelerator, else its CPU) when it differs from the
+    file's.
     """
     if placement is None:
         placement = place(graph, target)
@@ -688,23 +523,27 @@ def estimate(
         analysis = analyze_graph(graph)
     elif analysis.graph is not graph:
         raise ValueError("estimate(): the analysis is of another graph")
-    dev = device_graph(graph, target)
-    works, notes = _build(graph, dev, analysis, placement, target, fuse)
-    p = params or Params.of(target)
+    n = cpu_threads(target, threads if params is None or threads is not None else params.threads)
+    works, notes = build_works(device_graph(graph, target), analysis, placement, target, fuse)
+    p = dataclasses.replace(params or Params.of(target), threads=n)
+    if clock_hz is not None:
+        p = with_clock(target, p, clock_hz)
     fc = assemble(target, str(graph.path or graph.name), placement, works, p, notes)
     t = analysis.totals
-    return replace(fc, unknown_layers=t.unsupported_layers + t.unknown_shape_layers)
+    return dataclasses.replace(fc, unknown_layers=t.unsupported_layers + t.unknown_shape_layers)
 
 
-def assemble(
-    target: Target,
-    model: str,
-    report: PlacementReport,
-    works: list[tuple[Kernel, Work]],
-    p: Params,
-    notes: list[str],
-) -> Forecast:
-    """Turn kernels' work into per-layer results under parameters ``p``."""
+def with_clock(target: Target, p: Params, clock_hz: float) -> Params:
+    """``p`` with the main unit's peaks scaled from the file's clock to ``clock_hz``."""
+    unit = target.accelerator or target.fallback
+    if not unit.clock_hz:
+        raise EstimateError(f"{target.name}: unit '{unit.name}' states no clock_hz to scale")
+    return dataclasses.replace(p, peak_scale={**p.peak_scale, unit.name: clock_hz / unit.clock_hz})
+
+
+def _layers(
+    report: PlacementReport, works: list[tuple[Kernel, Work]], p: Params
+) -> list[LayerForecast]:
     place_of = {ly.index: ly for ly in report.layers}
     nodes = {n.index: n for n in report.graph.nodes}
     layers: list[LayerForecast] = []
@@ -739,20 +578,49 @@ def assemble(
                 )
             )
     layers.sort(key=lambda ly: ly.index)
-    all_notes = list(notes)
+    return layers
+
+
+def _calibration_note(target: Target, p: Params) -> str:
     cal = target.calibration
+    cores = target.fallback.cores if target.fallback.kind == "cpu" else 0
+    threads = f"; CPU: {p.threads} thread(s) of {cores} cores" if cores else ""
     if not cal.calibrated:
-        all_notes.append(
+        return (
             f"{target.name} is not calibrated: peaks, efficiencies and overheads are datasheet "
             "figures or guesses (see `uncertain` in the target file); treat the forecast as an "
-            "order of magnitude and calibrate (`infercast calibrate`) before trusting it"
+            f"order of magnitude and calibrate (`infercast calibrate`) before trusting it{threads}"
         )
-    else:
-        band = f" (fit RMSPE {cal.fit_rmspe:.0%} on its own samples)" if cal.fit_rmspe else ""
+    band = uncertainty(target)
+    if band is None and cal.fit_rmspe:
+        band = f"fit RMSPE {cal.fit_rmspe:.0%} on its own samples"
+    return (
+        f"calibrated for {cal.runtime or 'a runtime'}"
+        f"{f' with {cal.threads} thread(s)' if cal.threads else ''}"
+        f"{f': {band}' if band else ''}; a different runtime version, thread count or clock "
+        f"changes the figures{threads}"
+    )
+
+
+def assemble(
+    target: Target,
+    model: str,
+    report: PlacementReport,
+    works: list[tuple[Kernel, Work]],
+    p: Params,
+    notes: list[str],
+) -> Forecast:
+    """Turn kernels' work into per-layer results under parameters ``p``."""
+    layers = _layers(report, works, p)
+    all_notes = [*notes, _calibration_note(target, p)]
+    per_channel: dict[str, int] = {}
+    for _k, w in works:
+        if w.per_channel and p.per_channel_slowdown.get(w.unit, 1.0) != 1.0:
+            per_channel[w.unit] = per_channel.get(w.unit, 0) + 1
+    for unit, n in per_channel.items():
         all_notes.append(
-            f"calibrated for {cal.runtime or 'a runtime'}"
-            f"{f' with {cal.threads} thread(s)' if cal.threads else ''}{band}: "
-            "a different runtime version, thread count or clock changes the figures"
+            f"{n} kernel(s) with per-channel weights on {unit}: their compute x"
+            f"{p.per_channel_slowdown[unit]:.3g} (units.{unit}.per_channel_slowdown)"
         )
     unknown = [ly.name for ly in layers if ly.bound == "unknown"]
     if unknown:

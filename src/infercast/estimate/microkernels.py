@@ -183,86 +183,105 @@ def _rng(spec: Spec) -> Any:
     return np.random.default_rng(seed)
 
 
-def _onnx_bytes(spec: Spec) -> bytes:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+class _OnnxParts:
+    """The nodes, initialisers and inputs of one micro-kernel model, built up in order."""
 
-    rng = _rng(spec)
-    nodes: list[Any] = []
-    inits: list[Any] = []
-    f32 = TensorProto.FLOAT
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.rng = _rng(spec)
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.x_shape = [1, spec.c, spec.hw, spec.hw]
+        self.inputs: list[tuple[str, list[int]]] = [("x", self.x_shape)]
 
-    def const(name: str, arr: Any) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name))
+    def const(self, name: str, arr: Any, dtype: Any = None) -> str:
+        import numpy as np
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=dtype or np.float32), name))
         return name
 
-    def act(x: str) -> str:
-        if spec.act == "relu":
-            nodes.append(helper.make_node("Relu", [x], ["y"]))
-        elif spec.act == "relu6":
-            lo, hi = const("lo", np.float32(0)), const("hi", np.float32(6))
-            nodes.append(helper.make_node("Clip", [x, lo, hi], ["y"]))
-        else:
-            nodes.append(helper.make_node("Identity", [x], ["y"]))
-        return "y"
+    def node(self, op: str, inputs: list[str], output: str = "y", **attrs: Any) -> None:
+        from onnx import helper
 
-    c, hw = spec.c, spec.hw
-    x_shape: list[int] = [1, c, hw, hw]
-    inputs = [("x", x_shape)]
-    if spec.kind in ("conv", "dwconv"):
-        group = c if spec.kind == "dwconv" else 1
-        cin_g = 1 if spec.kind == "dwconv" else c
-        w = const("w", rng.standard_normal((spec.cout, cin_g, spec.k, spec.k)) * 0.05)
-        b = const("b", rng.standard_normal(spec.cout) * 0.01)
-        pad = spec.k // 2
-        nodes.append(
-            helper.make_node(
-                "Conv", ["x", w, b], ["c"], kernel_shape=[spec.k, spec.k],
-                strides=[spec.stride, spec.stride], pads=[pad] * 4, group=group,
-            )
-        )  # fmt: skip
-        act("c")
-    elif spec.kind == "fc":
-        inputs = [("x", [1, c])]
-        w = const("w", rng.standard_normal((c, spec.cout)) * 0.05)
-        b = const("b", rng.standard_normal(spec.cout) * 0.01)
-        nodes.append(helper.make_node("Gemm", ["x", w, b], ["c"]))
-        act("c")
-    elif spec.kind in ("add", "mul"):
-        inputs = [("x", x_shape), ("x2", x_shape)]
-        nodes.append(helper.make_node(spec.kind.capitalize(), ["x", "x2"], ["y"]))
-    elif spec.kind in ("relu", "sigmoid"):
-        nodes.append(helper.make_node(spec.kind.capitalize(), ["x"], ["y"]))
-    elif spec.kind in ("maxpool", "avgpool"):
-        op = "MaxPool" if spec.kind == "maxpool" else "AveragePool"
-        nodes.append(
-            helper.make_node(
-                op, ["x"], ["y"], kernel_shape=[spec.k, spec.k], strides=[spec.stride] * 2
-            )
-        )
-    elif spec.kind == "gap":
-        nodes.append(helper.make_node("GlobalAveragePool", ["x"], ["y"]))
-    elif spec.kind == "softmax":
-        inputs = [("x", [1, c])]
-        nodes.append(helper.make_node("Softmax", ["x"], ["y"], axis=-1))
-    elif spec.kind == "concat":
-        inputs = [("x", x_shape), ("x2", x_shape)]
-        nodes.append(helper.make_node("Concat", ["x", "x2"], ["y"], axis=1))
-    elif spec.kind == "pad":
-        inits.append(numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p"))
-        nodes.append(helper.make_node("Pad", ["x", "p"], ["y"]))
-    elif spec.kind == "transpose":
-        inputs = [("x", [1, hw, hw, c])]
-        nodes.append(helper.make_node("Transpose", ["x"], ["y"], perm=[0, 3, 1, 2]))
+        self.nodes.append(helper.make_node(op, inputs, [output], **attrs))
+
+    def act(self, x: str) -> None:
+        """The spec's activation on ``x``, writing the model output ``y``."""
+        if self.spec.act == "relu":
+            self.node("Relu", [x])
+        elif self.spec.act == "relu6":
+            self.node("Clip", [x, self.const("lo", 0.0), self.const("hi", 6.0)])
+        else:
+            self.node("Identity", [x])
+
+
+def _onnx_weighted(parts: _OnnxParts) -> None:
+    """Conv, depthwise conv and FC (Gemm) micro-kernels, with their activation."""
+    spec, rng = parts.spec, parts.rng
+    if spec.kind == "fc":
+        parts.inputs = [("x", [1, spec.c])]
+        w = parts.const("w", rng.standard_normal((spec.c, spec.cout)) * 0.05)
+        b = parts.const("b", rng.standard_normal(spec.cout) * 0.01)
+        parts.node("Gemm", ["x", w, b], "c")
     else:
-        raise InfercastError(f"unknown micro-kernel kind '{spec.kind}'")
+        depthwise = spec.kind == "dwconv"
+        cin_g = 1 if depthwise else spec.c
+        w = parts.const("w", rng.standard_normal((spec.cout, cin_g, spec.k, spec.k)) * 0.05)
+        b = parts.const("b", rng.standard_normal(spec.cout) * 0.01)
+        parts.node("Conv", ["x", w, b], "c", kernel_shape=[spec.k, spec.k],
+                   strides=[spec.stride, spec.stride], pads=[spec.k // 2] * 4,
+                   group=spec.c if depthwise else 1)  # fmt: skip
+    parts.act("c")
+
+
+def _onnx_simple(parts: _OnnxParts) -> None:
+    """Element-wise, pooling and data-movement micro-kernels (one node, output ``y``)."""
+    spec = parts.spec
+    k = spec.kind
+    if k in ("add", "mul", "concat"):
+        parts.inputs = [("x", parts.x_shape), ("x2", parts.x_shape)]
+        if k == "concat":
+            parts.node("Concat", ["x", "x2"], axis=1)
+        else:
+            parts.node(k.capitalize(), ["x", "x2"])
+    elif k in ("relu", "sigmoid"):
+        parts.node(k.capitalize(), ["x"])
+    elif k in ("maxpool", "avgpool"):
+        op = "MaxPool" if k == "maxpool" else "AveragePool"
+        parts.node(op, ["x"], kernel_shape=[spec.k, spec.k], strides=[spec.stride] * 2)
+    elif k == "gap":
+        parts.node("GlobalAveragePool", ["x"])
+    elif k == "softmax":
+        parts.inputs = [("x", [1, spec.c])]
+        parts.node("Softmax", ["x"], axis=-1)
+    elif k == "pad":
+        import numpy as np
+
+        parts.node("Pad", ["x", parts.const("p", [0, 0, 1, 1, 0, 0, 1, 1], np.int64)])
+    elif k == "transpose":
+        parts.inputs = [("x", [1, spec.hw, spec.hw, spec.c])]
+        parts.node("Transpose", ["x"], perm=[0, 3, 1, 2])
+    else:
+        raise InfercastError(f"unknown micro-kernel kind '{k}'")
+
+
+def _onnx_bytes(spec: Spec) -> bytes:
+    import onnx
+    from onnx import TensorProto, helper
+
+    parts = _OnnxParts(spec)
+    if spec.kind in ("conv", "dwconv", "fc"):
+        _onnx_weighted(parts)
+    else:
+        _onnx_simple(parts)
+    f32 = TensorProto.FLOAT
     graph = helper.make_graph(
-        nodes,
+        parts.nodes,
         spec.name,
-        [helper.make_tensor_value_info(n, f32, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, f32, s) for n, s in parts.inputs],
         [helper.make_tensor_value_info("y", f32, None)],
-        initializer=inits,
+        initializer=parts.inits,
     )
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="infercast"

@@ -114,7 +114,7 @@ def validate(
     with ``threads`` (default: the calibration's thread count, else 1).
     """
     th = threads or target.calibration.threads or 1
-    forecasts = [estimate(g, target).latency_s for _, g in models]
+    forecasts = [estimate(g, target, threads=th).latency_s for _, g in models]
     files = [m for m, _ in models]
     rows: list[Row] = []
     for rt in ("ort", "litert"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infercast.estimate.forecast import Forecast, LayerForecast
+from infercast.estimate.forecast import Forecast, LayerForecast, uncertainty
 from infercast.report.names import graph_labels
 from infercast.report.summaries import op_summary, split_line
 from infercast.report.table import Cell, Col, FitTable, Grid, Row, TableOptions, by_op_grid, entry
@@ -24,7 +24,7 @@ SCHEMA = "infercast.estimate/1"
 CSV_COLUMNS = (
     "index", "name", "op", "native_op", "placement", "unit", "kernel", "op_class", "dtype",
     "ops", "ops_eff", "bytes", "compute_s", "memory_s", "overhead_s", "transfer_s",
-    "rewrite_s", "latency_s", "bound",
+    "rewrite_s", "latency_s", "bound", "threads",
 )  # fmt: skip
 
 BOUND_STYLE = {
@@ -81,12 +81,17 @@ def to_dict(fc: Forecast) -> dict[str, Any]:
         "target": fc.target.name,
         "target_file": fc.target.path,
         "model": fc.model,
+        "threads": fc.threads,
         "calibration": {
             "calibrated": cal.calibrated,
             "source": cal.source,
             "runtime": cal.runtime,
             "threads": cal.threads,
             "fit_rmspe": cal.fit_rmspe,
+            "rows": len(cal.rows),
+            "loo_median_abs_error": cal.loo_median_abs_error,
+            "loo_worst_ratio": cal.loo_worst_ratio,
+            "uncertainty": uncertainty(fc.target),
         },
         "units": {"time": "s", "ops": "arithmetic ops, 1 MAC = 2 ops", "bytes": "bytes"},
         "totals": {
@@ -101,8 +106,10 @@ def to_dict(fc: Forecast) -> dict[str, Any]:
 
 def records(fc: Forecast) -> list[dict[str, Any]]:
     """One flat dict per layer (the CSV's rows)."""
+    extra = {"threads": fc.threads}
     return [
-        {c: {**layer_dict(ly), "kernel": ly.kernel}.get(c) for c in CSV_COLUMNS} for ly in fc.layers
+        {c: {**layer_dict(ly), "kernel": ly.kernel, **extra}.get(c) for c in CSV_COLUMNS}
+        for ly in fc.layers
     ]
 
 
@@ -191,7 +198,10 @@ def layer_grid(fc: Forecast, show_fused: bool = True) -> Grid:
                 ),
             }
         )
-    headline = f"{human_seconds(fc.latency_s)} per inference"
+    headline = (
+        f"{human_seconds(fc.latency_s)} per inference "
+        f"({fc.threads} CPU thread{'s' if fc.threads != 1 else ''})"
+    )
     if not fc.complete:
         headline = f"{incomplete(fc)}; {headline} (known layers only)"
     title = f"{shown(fc.model)} on {shown(fc.target.name)}: {headline}"

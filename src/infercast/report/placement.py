@@ -161,6 +161,8 @@ def records(report: PlacementReport) -> list[dict[str, Any]]:
 
 
 _STYLE = {"accelerator": "green", "partial": "yellow", "cpu": "red"}
+_RANK = {"cpu": 0, "partial": 1, "accelerator": 2}
+"""Sort order of ``--sort placement`` (and ``--top`` alone): what falls back first."""
 
 CHECK_COLUMNS = [
     Col("index", "#", prio=0),
@@ -197,17 +199,22 @@ def layer_grid(report: PlacementReport) -> tuple[Grid, list[Any]]:
                 "index": entry(ly.index, ly.index),
                 "name": entry(labels.get((main, ly.index), ly.name), ly.name),
                 "op": entry(ly.native_op, ly.native_op),
-                "placement": entry(ly.placement, ly.placement, _STYLE[ly.placement]),
+                "placement": entry(ly.placement, _RANK[ly.placement], _STYLE[ly.placement]),
                 "unit": entry(ly.unit, ly.unit),
                 "why": entry(why, why),
             }
         )
     t = report.target
     title = f"{shown(report.model)} on {shown(t.name)}: {split_line(report)}"
-    return Grid(list(CHECK_COLUMNS), rows, title=title, noun="layers"), list(groups)
+    grid = Grid(list(CHECK_COLUMNS), rows, title=title, default_sort="placement", noun="layers")
+    return grid, list(groups)
 
 
 def fit_grid(report: PlacementReport) -> Grid:
+    labels, main = graph_labels(report.graph), report.graph.name
+    index: dict[str, int] = {}
+    for ly in reversed(report.layers):
+        index[ly.name] = ly.index
     cols = [
         Col("memory", "memory", numeric=False, prio=0),
         Col("required", "required", prio=0),
@@ -225,7 +232,9 @@ def fit_grid(report: PlacementReport) -> Grid:
                 else f"over by {human_bytes(f.over_by_bytes)}"
             )
         if f.worst_layer:
-            note = (note + "; " if note else "") + f"largest layer: {f.worst_layer}"
+            i = index.get(f.worst_layer)
+            who = f.worst_layer if i is None else f"#{i} " + labels.get((main, i), f.worst_layer)
+            note = (note + "; " if note else "") + f"largest layer: {who}"
         if f.unknown_parts:
             note = (note + "; " if note else "") + "some sizes unknown: required is a lower bound"
         fits = entry("yes" if f.fits else "no", None, "green" if f.fits else "red")
@@ -270,7 +279,8 @@ def render_table(report: PlacementReport, opts: TableOptions | None = None) -> A
     else:
         parts.append(FitTable(grid, opts))
     if groups and not report.format_mismatch:
-        reasons = cell("reasons, each counted once:\n", style="bold")
+        reasons = cell("reasons, each counted once:", style="bold")
+        reasons.append("\n")
         for n, g in enumerate(groups, 1):
             style = {"cpu": "red", "partial": "yellow"}.get(g.outcome, "")
             reasons.append(f"[{n}] ", style=style)

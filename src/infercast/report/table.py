@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+WORD_WIDTH = 20
+"""Text columns fold between words; a word up to this wide is never broken."""
+
+
 @dataclass(frozen=True)
 class Col:
     key: str
@@ -99,6 +103,8 @@ class Grid:
     default_sort: str | None = None
     """Column ``--top`` sorts by when no ``--sort`` is given (the heaviest rows first)."""
     noun: str = "rows"
+    more: str = "--columns to choose, --format csv for every figure"
+    """How to get the columns a narrow terminal leaves out (the command's options)."""
 
     def column_keys(self) -> list[str]:
         return [c.key for c in self.cols]
@@ -223,7 +229,7 @@ class FitTable:
             if stage == 2:  # fold text columns, widest first, down to their minimum
                 texts = [c for c in cols if not c.numeric]
                 cur = {c.key: fold.get(c.key) or self._col_width(c, short) for c in texts}
-                floor = {c.key: max(c.min_width, len(c.short or c.header), 4) for c in texts}
+                floor = {c.key: self._floor(c, short) for c in texts}
                 shrinkable = [c for c in texts if cur[c.key] > floor[c.key]]
                 if shrinkable:
                     c = max(shrinkable, key=lambda c: cur[c.key] - floor[c.key])
@@ -235,6 +241,15 @@ class FitTable:
             worst = max(droppable, key=lambda c: (c.prio, cols.index(c)))
             cols.remove(worst)
             dropped.append(worst.key)
+
+    def _floor(self, c: Col, short: bool) -> int:
+        """The narrowest a text column folds to: its minimum, its header, and its longest
+        word up to :data:`WORD_WIDTH` (a short label is not broken mid-word)."""
+        from rich.cells import cell_len
+
+        words = [w for r in self.grid.rows for w in r[c.key].text.split()]
+        longest = max((cell_len(w) for w in words), default=0)
+        return max(c.min_width, cell_len(c.short or c.header), 4, min(longest, WORD_WIDTH))
 
     def _col_width(self, c: Col, short: bool) -> int:
         """Natural width of a column: its widest cell or header."""
@@ -257,8 +272,7 @@ class FitTable:
         yield table
         if dropped:
             yield Text(
-                f"(narrow terminal: left out {', '.join(dropped)}; --columns to choose, "
-                "--format csv for every figure)",
+                f"(narrow terminal: left out {', '.join(dropped)}; {self.grid.more})",
                 style="dim",
             )
 

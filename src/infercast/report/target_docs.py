@@ -61,9 +61,10 @@ def _memories(t: Target) -> list[str]:
     for m in t.memories.values():
         holds = ", ".join(m.holds) or "– (not a capacity limit)"
         over = "excess streamed" if m.on_overflow == "stream" else "does not fit"
+        eff = "" if m.efficiency == 1 else f" (achieved {m.efficiency:.0%})"
         out.append(
             f"| `{m.name}` | {human_bytes(m.size_bytes)} | "
-            f"{_rate(m.bandwidth_bytes_per_s)}B/s | "
+            f"{_rate(m.bandwidth_bytes_per_s)}B/s{eff} | "
             f"{holds} | {over} |"
         )
     return out
@@ -133,9 +134,31 @@ def _provenance(t: Target) -> list[str]:
         "",
         f"calibrated: {'yes' if t.calibration.calibrated else 'no'}"
         + (f" — {t.calibration.source}" if t.calibration.source else ""),
+        *_calibration_lines(t),
     ]
     if t.sources:
         out += ["", "## Sources", "", *(f"- {s}" for s in t.sources)]
+    return out
+
+
+def _calibration_lines(t: Target) -> list[str]:
+    """The fitted values, the rows they were fitted on and the leave-one-out uncertainty."""
+    cal = t.calibration
+    out: list[str] = []
+    if cal.values_from:
+        out += ["", f"Shares the fitted values of `{cal.values_from}`."]
+    if cal.rows and cal.loo_worst_ratio:
+        out += [
+            "",
+            f"Uncertainty (leave-one-out on its {len(cal.rows)} published rows): "
+            f"±{cal.loo_median_abs_error:.0%} (median), worst {cal.loo_worst_ratio:.2f}x.",
+        ]
+    if cal.values:
+        out += ["", "Fitted values (the tables above keep the stated ones, the fit's prior):", ""]
+        out += [f"- `{k}` = {v:.4g}" for k, v in cal.values.items()]
+    if cal.rows:
+        out += ["", "Rows (infercast/estimate/data/published-latency.csv):", ""]
+        out += [f"- `{r}`" for r in cal.rows]
     return out
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from infercast.estimate.validate import Metrics, Row, Validation
-from infercast.report.text import cell, csv_text
+from infercast.report.table import Col, FitTable, Grid, TableOptions, entry
+from infercast.report.table import Row as GridRow
+from infercast.report.text import cell, csv_text, shown
 from infercast.report.units import human_seconds
 
 SCHEMA = "infercast.validate/1"
@@ -67,31 +69,54 @@ def to_csv(v: Validation) -> str:
     return csv_text(CSV_COLUMNS, records(v))
 
 
-def render_table(v: Validation) -> Any:
-    from rich.console import Group
-    from rich.table import Table
+VALIDATE_COLUMNS = [
+    Col("model", "model", numeric=False, prio=0, min_width=12),
+    Col("runtime", "runtime", numeric=False, prio=2),
+    Col("threads", "threads", prio=2, short="thr"),
+    Col("forecast", "forecast", prio=0),
+    Col("measured", "measured", prio=0),
+    Col("runs", "runs", prio=4),
+    Col("error", "error", prio=0),
+]
 
-    title = cell(f"forecast vs measurement on this machine, target {v.target.name}")
-    table = Table(title=title)
-    for col, just in (
-        ("model", "left"), ("runtime", "left"), ("threads", "right"), ("forecast", "right"),
-        ("measured", "right"), ("error", "right"),
-    ):  # fmt: skip
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+
+def validation_grid(v: Validation) -> Grid:
+    """One row per model: forecast, measured (minimum over runs) and the relative error."""
+    rows: list[GridRow] = []
+    styles: list[str] = []
     for r in v.rows:
-        table.add_row(
-            cell(r.model.rsplit("/", 1)[-1]),
-            r.runtime,
-            str(r.threads),
-            human_seconds(r.forecast_s),
-            human_seconds(r.measured_s),
-            f"{r.error:+.1%}",
-            style="" if abs(r.error) <= 0.10 else "red",
+        rows.append(
+            {
+                "model": entry(r.model.replace("\\", "/").rsplit("/", 1)[-1], r.model),
+                "runtime": entry(r.runtime, r.runtime),
+                "threads": entry(r.threads, r.threads),
+                "forecast": entry(human_seconds(r.forecast_s), r.forecast_s),
+                "measured": entry(human_seconds(r.measured_s), r.measured_s),
+                "runs": entry(r.runs, r.runs),
+                "error": entry(f"{r.error:+.1%}", r.error),
+            }
         )
+        styles.append("" if abs(r.error) <= 0.10 else "red")
+    title = f"forecast vs measurement on this machine, target {shown(v.target.name)}"
+    return Grid(
+        list(VALIDATE_COLUMNS),
+        rows,
+        title=title,
+        row_styles=styles,
+        noun="models",
+        more="--format csv for every figure",
+    )
+
+
+def render_table(v: Validation, opts: TableOptions | None = None) -> Any:
+    """A rich renderable: the per-model table (fits the width it is printed at), the
+    metrics, how the measurement was taken, and whether the target was calibrated."""
+    from rich.console import Group
+
     m = v.metrics
     rho = "n/a (fewer than 3 models)" if m.spearman_rho is None else f"{m.spearman_rho:.3f}"
     lines: list[Any] = [
-        table,
+        FitTable(validation_grid(v), opts),
         cell(
             f"models: {m.n}; within ±10%: {m.within_10:.0%}; RMSPE: {m.rmspe:.1%}; "
             f"mean |error|: {m.mean_abs_error:.1%}; Spearman ρ: {rho}"

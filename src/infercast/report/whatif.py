@@ -30,6 +30,9 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
+from infercast.report.names import graph_labels
+from infercast.report.table import Cell, Col, FitTable, Grid, Row, TableOptions, entry
+from infercast.report.text import cell, shown
 from infercast.report.units import human_bytes, human_count, human_seconds, short_name
 
 if TYPE_CHECKING:
@@ -165,73 +168,107 @@ def _bound_mix(v: VariantResult) -> str:
     return ", ".join(f"{b[:5]} {s / total:.0%}" for b, s in parts if s / total >= 0.05)
 
 
-def render_table(result: WhatIfResult) -> Any:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+def _mem_key(name: str) -> str:
+    return f"mem:{name}"
 
-    head = Text()
-    head.append(f"{result.model} on {result.target.name}", style="bold")
-    head.append(
-        "\nMACs = multiply-accumulates; arena: planned activation memory, act. bound: its "
-        "lower bound; /ch: per-channel int8 weights; CPU: layers on the fallback CPU; "
-        "latency: the target's forecast, with what bounds it"
-    )
+
+def variant_grid(result: WhatIfResult) -> Grid:
+    """The model as it is, then each variant: one row each, the variant ``--fit`` found
+    in bold green. Columns: the variant's axes, its totals, each device memory's need
+    (ok / stream / NO), layers on the CPU, the forecast and what bounds it."""
     mems = list(result.base.memories)
-    table = Table()
-    for col in ("variant", "res", "width", "dtype", "MACs", "params", "weights", "arena",
-                "act. bound", *mems, "CPU", "latency", "bound"):  # fmt: skip
-        table.add_column(col, overflow="fold")
+    cols = [
+        Col("variant", "variant", numeric=False, prio=0, min_width=8),
+        Col("res", "res", prio=1),
+        Col("width", "width", prio=3, short="w"),
+        Col("dtype", "dtype", numeric=False, prio=3),
+        Col("macs", "MACs", prio=0),
+        Col("params", "params", prio=3),
+        Col("weights", "weights", prio=3),
+        Col("arena", "arena", prio=1),
+        Col("bound_bytes", "act. bound", prio=4, short="act.lb"),
+        *(Col(_mem_key(m), shown(m), prio=2) for m in mems),
+        Col("fits", "fits", numeric=False, prio=0),
+        Col("cpu", "CPU", prio=2),
+        Col("latency", "latency", prio=0),
+        Col("bound", "bound", numeric=False, prio=3, min_width=10),
+    ]
     best = result.fit.best if result.fit is not None else None
-    rows = [result.base, *result.variants]
-    for i, v in enumerate(rows):
+    rows: list[Row] = []
+    styles: list[str] = []
+    for i, v in enumerate([result.base, *result.variants]):
         t = v.totals
-        style = "bold green" if v is best else ("dim" if i == 0 else "")
-        cells = [
-            "model" if i == 0 else v.label,
-            _res(v),
-            f"{v.width:g}",
-            v.dtype + ("/ch" if v.quant == "per-channel" and v.dtype.startswith("int") else ""),
-            human_count(t.macs),
-            human_count(t.params),
-            human_bytes(t.weight_bytes),
-            human_bytes(t.peak_activation_bytes),
-            human_bytes(t.activation_lower_bound_bytes),
-        ]
+        dtype = v.dtype + ("/ch" if v.quant == "per-channel" and v.dtype.startswith("int") else "")
+        size = v.resolution[0] * v.resolution[1] if v.resolution else None
+        row: dict[str, Cell] = {
+            "variant": entry("model" if i == 0 else v.label, "" if i == 0 else v.label),
+            "res": entry(_res(v), size),
+            "width": entry(f"{v.width:g}", v.width),
+            "dtype": entry(dtype, dtype),
+            "macs": entry(human_count(t.macs), t.macs),
+            "params": entry(human_count(t.params), t.params),
+            "weights": entry(human_bytes(t.weight_bytes), t.weight_bytes),
+            "arena": entry(human_bytes(t.peak_activation_bytes), t.peak_activation_bytes),
+            "bound_bytes": entry(
+                human_bytes(t.activation_lower_bound_bytes), t.activation_lower_bound_bytes
+            ),
+            "fits": entry("yes" if t.fits else "NO", int(t.fits), "" if t.fits else "red"),
+            "cpu": entry(len(v.fallback_layers), len(v.fallback_layers)),
+            "latency": entry(human_seconds(t.latency_s), t.latency_s),
+            "bound": entry(_bound_mix(v)),
+        }
         for m in mems:
             f = v.memories.get(m)
             if f is None:
-                cells.append("-")
+                row[_mem_key(m)] = entry("-")
             else:
                 mark = "ok" if f.fits else ("stream" if f.on_overflow == "stream" else "NO")
-                cells.append(f"{human_bytes(f.required_bytes)} {mark}")
-        cells += [str(len(v.fallback_layers)), human_seconds(t.latency_s), _bound_mix(v)]
-        table.add_row(*cells, style=style)
-    parts: list[Any] = [head, table]
+                row[_mem_key(m)] = entry(
+                    f"{human_bytes(f.required_bytes)} {mark}", f.required_bytes
+                )
+        rows.append(row)
+        styles.append("bold green" if v is best else ("dim" if i == 0 else ""))
+    title = f"{shown(result.model)} on {shown(result.target.name)}"
+    return Grid(cols, rows, title=title, row_styles=styles, default_sort="macs", noun="variants")
+
+
+WHATIF_LEGEND = (
+    "MACs = multiply-accumulates; arena: planned activation memory, act. bound: its lower "
+    "bound; /ch: per-channel int8 weights; memories: what the variant needs in each (ok, "
+    "stream, NO); CPU: layers on the fallback CPU; latency: the target's forecast, with "
+    "what bounds it"
+)
+
+
+def render_table(result: WhatIfResult, opts: TableOptions | None = None) -> Any:
+    """A rich renderable: the variant table (fitted to the width it is printed at), what
+    its columns mean, the ``--fit`` verdict and the variants that could not be made."""
+    from rich.console import Group
+
+    parts: list[Any] = [FitTable(variant_grid(result), opts), cell(WHATIF_LEGEND, style="dim")]
     if result.fit is not None:
         fit = result.fit
-        text = Text()
+        target = shown(result.target.name)
         budget = f" and {human_seconds(fit.budget_s)}" if fit.budget_s is not None else ""
         if fit.best is not None:
-            text.append(
-                f"fit: the largest variant that fits every memory of {result.target.name}"
-                f"{budget} is {fit.best.label} ({human_count(fit.best.macs)} MACs, "
-                f"{human_seconds(fit.best.totals.latency_s)}); {len(fit.tried)} variants "
-                "evaluated",
-                style="bold green",
+            parts.append(
+                cell(
+                    f"fit: the largest variant that fits every memory of {target}{budget} is "
+                    f"{fit.best.label} ({human_count(fit.best.macs)} MACs, "
+                    f"{human_seconds(fit.best.totals.latency_s)}); {len(fit.tried)} "
+                    f"variant{'' if len(fit.tried) == 1 else 's'} evaluated",
+                    style="bold green",
+                )
             )
         else:
-            text.append(
-                f"fit: no variant in the searched ranges fits {result.target.name}{budget} "
-                f"({len(fit.tried)} evaluated)",
-                style="bold red",
+            parts.append(
+                cell(
+                    f"fit: no variant in the searched ranges fits {target}{budget} "
+                    f"({len(fit.tried)} evaluated)",
+                    style="bold red",
+                )
             )
-        parts.append(text)
-    if result.errors:
-        err = Text()
-        for label, msg in result.errors:
-            err.append(f"not made: {label}: {msg}\n", style="yellow")
-        parts.append(err)
+    parts.extend(cell(f"not made: {label}: {msg}", style="yellow") for label, msg in result.errors)
     return Group(*parts)
 
 
@@ -288,37 +325,61 @@ def advice_csv(result: AdviceResult) -> str:
     return buf.getvalue()
 
 
-def render_advice(result: AdviceResult) -> Any:
+ADVICE_COLUMNS = [
+    Col("rank", "#", prio=0),
+    Col("kind", "kind", numeric=False, prio=2, min_width=8),
+    Col("advice", "advice", numeric=False, prio=0, min_width=24),
+    Col("layers", "layers", numeric=False, prio=1, min_width=14),
+    Col("latency", "latency gain", prio=0, short="faster by"),
+    Col("memory", "memory gain", prio=1, short="smaller by"),
+]
+
+
+def advice_grid(result: AdviceResult) -> Grid:
+    """One row per advice item, ranked; layers by the short labels every command uses."""
+    labels: dict[str, str] = {}
+    if result.graph is not None:
+        g = result.graph
+        names = {n.index: n.name for n in g.nodes}
+        for (sub, i), lbl in graph_labels(g).items():
+            if sub == g.name and i in names:
+                labels.setdefault(names[i], lbl)
+    rows: list[Row] = []
+    for i, a in enumerate(result.advice):
+        who = ", ".join(labels.get(n) or short_name(n, 30) for n in a.layers[:4])
+        if len(a.layers) > 4:
+            who += f" (+{len(a.layers) - 4})"
+        lat, mem = a.latency_gain_s, a.memory_gain_bytes
+        rows.append(
+            {
+                "rank": entry(i + 1, i + 1),
+                "kind": entry(a.kind, a.kind),
+                "advice": entry(a.message),
+                "layers": entry(who),
+                "latency": entry("-" if lat is None else f"-{human_seconds(lat)}", lat),
+                "memory": entry("-" if mem is None else f"-{human_bytes(mem)}", mem),
+            }
+        )
+    return Grid(list(ADVICE_COLUMNS), rows, noun="items", more="--format csv")
+
+
+def render_advice(result: AdviceResult, opts: TableOptions | None = None) -> Any:
+    """A rich renderable: where the model stands now, then the ranked advice (fitted to
+    the width it is printed at) and the notes."""
     from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
 
     b = result.base.totals
-    head = Text()
-    head.append(f"{result.model} on {result.target.name}", style="bold")
-    head.append(
-        f"\nnow: {human_count(b.macs)} MACs, {human_seconds(b.latency_s)}, "
-        f"{len(result.base.fallback_layers)} layer(s) on the CPU, "
-        + ("fits" if b.fits else "does NOT fit")
-    )
-    table = Table()
-    for col in ("#", "kind", "advice", "layers", "latency gain", "memory gain"):
-        table.add_column(col, overflow="fold")
-    for i, a in enumerate(result.advice):
-        shown = ", ".join(short_name(n, 30) for n in a.layers[:4])
-        if len(a.layers) > 4:
-            shown += f" (+{len(a.layers) - 4})"
-        table.add_row(
-            str(i + 1),
-            a.kind,
-            a.message,
-            shown,
-            "-" if a.latency_gain_s is None else f"-{human_seconds(a.latency_gain_s)}",
-            "-" if a.memory_gain_bytes is None else f"-{human_bytes(a.memory_gain_bytes)}",
-        )
-    parts: list[Any] = [head, table]
-    if not result.advice:
-        parts.append(Text("no advice: nothing the what-ifs tried gains on this target"))
-    if result.notes:
-        parts.append(Text("\n".join(f"note: {n}" for n in result.notes)))
+    parts: list[Any] = [
+        cell(f"{shown(result.model)} on {shown(result.target.name)}", style="bold"),
+        cell(
+            f"now: {human_count(b.macs)} MACs, {human_seconds(b.latency_s)}, "
+            f"{len(result.base.fallback_layers)} layer(s) on the CPU, "
+            + ("fits" if b.fits else "does NOT fit")
+        ),
+    ]
+    if result.advice:
+        parts.append(FitTable(advice_grid(result), opts))
+    else:
+        parts.append(cell("no advice: nothing the what-ifs tried gains on this target"))
+    parts.extend(cell(f"note: {n}") for n in result.notes)
     return Group(*parts)

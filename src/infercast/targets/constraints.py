@@ -990,15 +990,6 @@ def always_rewritten(view: NodeView) -> Outcome:
 
 
 @constraint
-def per_tensor_weights(view: NodeView, *, slowdown: float) -> Outcome:
-    """Per-channel quantised weights run about {slowdown}x slower than per-tensor ones"""
-    w = view.weights
-    if w is None or w.quant is None or not w.quant.per_channel:
-        return PASS
-    return False, f"{len(w.quant.scale)} per-channel weight scales"
-
-
-@constraint
 def integer_compute(view: NodeView, *, dtypes: list[str]) -> Outcome:
     """The MAC array computes {dtypes} only; other types run on a slower programmable engine"""
     bad = [t for t in view.feature_maps if _dtype_name(t) not in dtypes]

@@ -65,12 +65,30 @@ class ComputeUnit:
     """Channels are processed in groups of this many (SIMD lanes, MAC-array columns): a
     conv / FC with C channels costs as if it had C rounded up to a multiple (the forecast)."""
     efficient_width_px: int = 0
-    """Output maps narrower than this run at width / efficient_width_px of the efficiency
-    (the K210 KPU below 64 px); 0: no such effect."""
+    """Line width of a unit that lays feature maps out in fixed lines (the K210 KPU: 64 px):
+    narrow rows share a line with other channels' rows, wide ones take several lines, and
+    the compute runs over the lines' pixel slots (nncase's ``get_kpu_row_layout``); 0: none."""
     reduction_half_depth: float = 0.0
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
     accumulators idle); 0: no such effect."""
+    window_taps: int = 0
+    """A unit whose MAC array computes a fixed kernel window per pixel (the K210 KPU: 3x3 =
+    9 taps) runs a conv with fewer taps as if it had this many (a 1x1 conv uses one of
+    nine); 0: no such effect."""
+    thread_efficiency: float = 0.0
+    """CPU units: each thread beyond the first adds this fraction of one thread's speed to the
+    kernels the runtime parallelises; 0: not stated (the forecast assumes 0.8)."""
+    broadcast_read_factor: float = 0.0
+    """An element-wise op whose other operand is a constant smaller than its output (a
+    per-channel scale) reads that constant again for every output element, this many
+    times its element size (Arm Vela charges Ethos-U such reads from flash per output
+    element); 0: the constant is read once."""
+    thread_sync_s: float = 0.0
+    """CPU units: what splitting one kernel across threads costs (waking the pool, the
+    barrier at its end), once per parallel kernel when threads > 1."""
+    per_channel_slowdown: float = 1.0
+    """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -86,6 +104,9 @@ class Memory:
     holds: tuple[str, ...]
     on_overflow: str
     """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
+    efficiency: float = 1.0
+    """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
+    re-reads); 1 when absent."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +175,20 @@ class Calibration:
     """Number of measured micro-kernels (or profiled ops) the fit used."""
     fit_rmspe: float = 0.0
     """Root-mean-square percentage error of the fit on its own samples (a fraction)."""
+    rows: tuple[str, ...] = ()
+    """Published rows (``row_id``) or latency files the whole-model fit used."""
+    parameters: tuple[str, ...] = ()
+    """Dotted keys a whole-model fit may vary (``units.npu.efficiency.conv`` ...)."""
+    loo_median_abs_error: float = 0.0
+    """Median |error| of leave-one-out forecasts of ``rows`` (a fraction)."""
+    loo_worst_ratio: float = 0.0
+    """Worst leave-one-out forecast / measured ratio, folded >= 1 (0: not computed)."""
+    values_from: str = ""
+    """A built-in target whose fitted values this one reads first (its own ``values`` then
+    override them): two delegates of one NPU share the NPU's fitted numbers."""
+    values: Mapping[str, float] = field(default_factory=dict)
+    """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``); the forecast
+    reads them over the tables' stated values, which stay as the fit's prior."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +370,11 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "channel_multiple",
         "efficient_width_px",
         "reduction_half_depth",
+        "thread_efficiency",
+        "per_channel_slowdown",
+        "window_taps",
+        "thread_sync_s",
+        "broadcast_read_factor",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -382,14 +422,58 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         reduction_half_depth=_pos_float(
             errs, t, "reduction_half_depth", p + "reduction_half_depth", 0.0, allow_zero=True
         ),
+        thread_efficiency=_fraction(errs, t, "thread_efficiency", p + "thread_efficiency"),
+        window_taps=_count(errs, t, "window_taps", p + "window_taps"),
+        broadcast_read_factor=_pos_float(
+            errs, t, "broadcast_read_factor", p + "broadcast_read_factor", 0.0, allow_zero=True
+        ),
+        thread_sync_s=_pos_float(
+            errs, t, "thread_sync_s", p + "thread_sync_s", 0.0, allow_zero=True
+        ),
+        per_channel_slowdown=_pos_float(
+            errs, t, "per_channel_slowdown", p + "per_channel_slowdown", 1.0
+        ),
     )
+
+
+def _number_table(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> dict[str, float]:
+    """A table of positive numbers (empty when absent)."""
+    out: dict[str, float] = {}
+    for k, v in _table(errs, t, key).items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            out[k] = float(v)
+        else:
+            errs.add(f"{dotted}.{k}", f"must be a positive number, got {_show(v)}")
+    return out
+
+
+def _fraction(errs: _Errors, t: Mapping[str, Any], key: str, dotted: str) -> float:
+    """A number in [0, 1] (0 when absent)."""
+    v = t.get(key, 0.0)
+    if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1):
+        errs.add(dotted, f"must be a fraction in [0, 1], got {_show(v)}")
+        return 0.0
+    return float(v)
 
 
 def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
     p = f"memories.{name}."
     _unknown(
-        errs, t, p, ("description", "size_bytes", "bandwidth_bytes_per_s", "holds", "on_overflow")
+        errs,
+        t,
+        p,
+        (
+            "description",
+            "size_bytes",
+            "bandwidth_bytes_per_s",
+            "holds",
+            "on_overflow",
+            "efficiency",
+        ),
     )
+    efficiency = _fraction(errs, t, "efficiency", p + "efficiency") if "efficiency" in t else 1.0
+    if "efficiency" in t and efficiency == 0:
+        errs.add(p + "efficiency", "must be above 0")
     return Memory(
         name=name,
         description=_str(errs, t, "description", p + "description", default=""),
@@ -401,6 +485,7 @@ def _memory(errs: _Errors, name: str, t: Mapping[str, Any]) -> Memory:
         on_overflow=_str(
             errs, t, "on_overflow", p + "on_overflow", default="fail", choices=("fail", "stream")
         ),
+        efficiency=efficiency or 1.0,
     )
 
 
@@ -476,6 +561,12 @@ CALIBRATION_KEYS = (
     "invoke_overhead_s",
     "samples",
     "fit_rmspe",
+    "rows",
+    "parameters",
+    "loo_median_abs_error",
+    "loo_worst_ratio",
+    "values",
+    "values_from",
 )
 
 TOP_KEYS = (
@@ -625,6 +716,21 @@ def build_target(raw: Mapping[str, Any], file: str, path: str, chain: tuple[str,
         fit_rmspe=_pos_float(
             errs, cal_t, "fit_rmspe", "calibration.fit_rmspe", 0.0, allow_zero=True
         ),
+        rows=_str_list(errs, cal_t, "rows", "calibration.rows"),
+        parameters=_str_list(errs, cal_t, "parameters", "calibration.parameters"),
+        loo_median_abs_error=_pos_float(
+            errs,
+            cal_t,
+            "loo_median_abs_error",
+            "calibration.loo_median_abs_error",
+            0.0,
+            allow_zero=True,
+        ),
+        loo_worst_ratio=_pos_float(
+            errs, cal_t, "loo_worst_ratio", "calibration.loo_worst_ratio", 0.0, allow_zero=True
+        ),
+        values=_number_table(errs, cal_t, "values", "calibration.values"),
+        values_from=_str(errs, cal_t, "values_from", "calibration.values_from", default=""),
     )
     errs.raise_if_any()
     return Target(

@@ -61,8 +61,8 @@ class ReportInputs:
     joined: Joined | None = None
     profile_source: str = ""
     """Where the profile came from (shown in the roofline caption)."""
-    whatif: Mapping[str, Any] | None = None
-    """A what-if result as JSON (``to_dict()``): its ``variants`` are tabled."""
+    whatif: Sequence[Mapping[str, Any]] = ()
+    """What-if results as JSON (``to_dict()``): each one's ``variants`` are tabled."""
     notes: Sequence[str] = field(default_factory=tuple)
 
 
@@ -249,7 +249,46 @@ def cards(inp: ReportInputs) -> list[Mark]:
                 ],
             }
         )
+    fits = [r for r in (_fit_card_row(d) for d in inp.whatif) if r is not None]
+    if fits:
+        out.append(
+            {
+                "id": "whatif",
+                "title": "What-if: largest that fits",
+                "value": "",
+                "sub": ["the --fit search (details in What-if)"],
+                "rows": fits,
+            }
+        )
     return out
+
+
+def _fit_card_row(doc: Mapping[str, Any]) -> Mark | None:
+    """The ``--fit`` verdict of an ``infercast.whatif/1`` document, as a card row."""
+    fit = doc.get("fit")
+    if not isinstance(fit, Mapping):
+        return None
+    best = fit.get("best")
+    target = shown(doc.get("target", ""))
+    if not isinstance(best, Mapping):
+        return {"label": target, "text": "no variant in the searched ranges",
+                "sub": "", "badge": "none fits", "state": "bad"}  # fmt: skip
+    t = best.get("totals") or {}
+    macs, lat = _num(t.get("macs")), _num(t.get("latency_s"))
+    return {
+        "label": target,
+        "text": shown(best.get("label", "")),
+        "sub": ", ".join(
+            x
+            for x in (
+                "" if macs is None else f"{human_count(macs)} MACs",
+                "" if lat is None else human_seconds(lat),
+            )
+            if x
+        ),
+        "badge": "fits",
+        "state": "ok",
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -261,47 +300,113 @@ def _bound_legend(present: set[str]) -> list[Mark]:
     return [{"cls": f"b-{b}", "label": b, "shape": "box"} for b in BOUNDS if b in present]
 
 
+OUTLIER_RATIO = 8.0
+"""The y axis of the latency bars is cut when the tallest layer takes more than this many
+times the time of the layer ranked just below the few tallest (one in twenty, at least
+one): otherwise one fallback layer flattens every other bar to a line."""
+
+
+def _axis_cut(values: Sequence[float]) -> float | None:
+    """The value above which bars are cut (None: draw everything to scale)."""
+    v = sorted((x for x in values if x > 0), reverse=True)
+    k = max(1, len(v) // 20)
+    if len(v) < 8 or v[0] <= OUTLIER_RATIO * v[k]:
+        return None
+    return OUTLIER_RATIO / 2 * v[k]
+
+
 def latency_bars(fc: Forecast, labels: Mapping[int, str]) -> Chart:
     fr = Frame(height=230, bottom=36)
     layers = list(fc.layers)
     n = len(layers)
-    top, ticks = linear_ticks(max((ly.latency_s for ly in layers), default=0.0) or 1e-6)
+    cut = _axis_cut([ly.latency_s for ly in layers])
+    shown_max = max(
+        (ly.latency_s for ly in layers if cut is None or ly.latency_s <= cut), default=0.0
+    )
+    top, ticks = linear_ticks(shown_max or 1e-6)
     xs = Scale(0, max(n, 1), fr.x0, fr.x1)
     ys = Scale(0, top, fr.y1, fr.y0)
     step = (fr.x1 - fr.x0) / max(n, 1)
     gap = min(step * 0.15, 1.0) if step > 2 else 0.0
     marks: list[Mark] = []
+    breaks: list[Mark] = []
+    tall: list[Mark] = []
     present: set[str] = set()
     total = fc.latency_s or 1.0
     for i, ly in enumerate(layers):
         if ly.latency_s <= 0:
             continue
         present.add(ly.bound)
-        y = ys(ly.latency_s)
+        over = ly.latency_s > top
+        y = fr.y0 if over else ys(ly.latency_s)
+        x, w = r1(xs(i) + gap / 2), r1(max(step - gap, 0.4))
+        who = f"#{ly.index} {labels.get(ly.index, shown(ly.name))}"
         marks.append(
             {
-                "x": r1(xs(i) + gap / 2),
+                "x": x,
                 "y": r1(y),
-                "w": r1(max(step - gap, 0.4)),
+                "w": w,
                 "h": r1(max(fr.y1 - y, 0.6)),
-                "cls": f"b-{ly.bound}",
-                "title": f"#{ly.index} {labels.get(ly.index, shown(ly.name))} ({ly.op}) on "
+                "cls": f"b-{ly.bound}" + (" over" if over else ""),
+                "title": f"{who} ({ly.op}) on "
                 f"{ly.unit}: {human_seconds(ly.latency_s)}, {ly.latency_s / total:.1%}, "
                 f"{ly.bound}-bound",
             }
+        )
+        if over:
+            breaks.append({"x": x, "y": r1(fr.y0 + 8), "w": w, "h": 4})
+            tall.append(
+                {
+                    "x": x,
+                    "w": w,
+                    "text": f"{who} {human_seconds(ly.latency_s)}",
+                    "caption": f"{who} {human_seconds(ly.latency_s)} "
+                    f"({ly.bound}, {ly.latency_s / total:.0%} of the time)",
+                }
+            )
+    # labels of the cut bars, one line each from the top, beside their bar
+    mid = (fr.x0 + fr.x1) / 2
+    left_edge = min((t["x"] for t in tall if t["x"] > mid), default=fr.x1)
+    right_edge = max((t["x"] + t["w"] for t in tall if t["x"] <= mid), default=fr.x0)
+    texts: list[Mark] = []
+    for j, t in enumerate(tall[:6]):
+        right = t["x"] > mid
+        texts.append(
+            {
+                "x": r1(left_edge - 3 if right else right_edge + 3),
+                "y": r1(fr.y0 + 12 + 13 * j),
+                "anchor": "end" if right else "start",
+                "text": t["text"],
+            }
+        )
+    caption = (
+        f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
+        "bounds each layer."
+    )
+    if fc.invoke_s > 0:
+        caption += (
+            f" The total includes {human_seconds(fc.invoke_s)} of per-inference call "
+            "overhead that belongs to no layer (grey in the bar below)."
+        )
+    if tall:
+        caption += (
+            f" The axis is cut at {human_seconds(top)}: "
+            + "; ".join(t["caption"] for t in tall)
+            + " (bars with a gap near the top)."
         )
     return Chart(
         kind="bars",
         title=f"Forecast latency per layer on {shown(fc.target.name)}",
         frame=fr,
         marks=marks,
+        labels=texts,
         xticks=index_ticks(n, xs),
         yticks=y_ticks(ys, ticks, human_seconds),
         xlabel="layer (execution order; fused ops carry no time of their own)",
-        ylabel="seconds",
+        ylabel="seconds" + (" (axis cut)" if tall else ""),
         legend=_bound_legend(present),
-        caption=f"{human_seconds(fc.latency_s)} per inference over {n} layers; colour: what "
-        "bounds each layer.",
+        caption=caption,
+        extra={"breaks": breaks},
     )
 
 
@@ -326,6 +431,18 @@ def bound_split(fc: Forecast) -> list[Mark]:
             }
         )
         x += w
+    call = fc.invoke_s
+    if call > 0:  # the runtime's per-inference call, in no layer
+        out.append(
+            {
+                "x": round(x, 2),
+                "w": round(100.0 * call / total, 2),
+                "cls": "b-call",
+                "label": "per-call",
+                "title": f"per-inference call overhead (no layer): {human_seconds(call)} "
+                f"({call / total:.0%})",
+            }
+        )
     return out
 
 
@@ -448,6 +565,20 @@ def roofline(
         "weights) against its forecast throughput; lines: the target's compute peaks and "
         "memory / link bandwidths. A kernel under a diagonal is bandwidth-limited there."
     )
+    shares = sorted(
+        perf / roof
+        for _ai, perf, ly in pts
+        if ly.bound == "compute"
+        and ly.dtype is not None
+        and ly.unit in fc.target.units
+        and (roof := fc.target.units[ly.unit].peak_ops_per_s.get(ly.dtype))
+    )
+    if shares and shares[len(shares) // 2] < 0.2:
+        caption += (
+            f" Compute-bound kernels reach a median {100 * shares[len(shares) // 2]:.2g}% of "
+            "their unit's peak here: the target's efficiencies and per-kernel slowdowns (see the "
+            "placement notes) set the rate it can attain, well under the datasheet peak."
+        )
     if measured:
         caption += (
             f" Diamonds: measured by {shown(joined.source) if joined else ''} on the machine "
@@ -528,8 +659,13 @@ def memory_timeline(
         x, anchor = (fr.x0 + 4, "start") if left else (fr.x1 - 4, "end")
         labels_out.append({"x": x, "y": r1(y - 4), "anchor": anchor, "text": text})
 
-    # the arena's label at the left, above the data's first steps; device memories at the right
-    hline(m.arena_bytes, "arena", f"arena plan {human_bytes(m.arena_bytes)}", left=True)
+    # the arena's label above the end of the timeline whose steps are lower (a CNN's peak
+    # is usually early), unless a device memory's label (at the right) sits close above
+    quarter = max(n // 4, 1)
+    head, tail = max(tl[:quarter], default=0), max(tl[-quarter:], default=0)
+    near = any(abs(ys(s) - ys(m.arena_bytes)) < 16 for _l, s in on_scale)
+    left = near or head < tail
+    hline(m.arena_bytes, "arena", f"arena plan {human_bytes(m.arena_bytes)}", left=left)
     for lbl, s in on_scale:
         hline(s, "devmem", f"{lbl} {human_bytes(s)}")
     peak = m.peak
@@ -855,11 +991,9 @@ def _fmt_value(key: str, v: Any) -> str:
     return shown(v)
 
 
-def whatif_table(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The variants of a what-if result (a JSON document with a list of variant records
-    under ``variants``), one row each; nested values are left out."""
-    if result is None:
-        return None
+def _generic_whatif(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A JSON document with a list of flat variant records under ``variants``: one row
+    each, one column per scalar key; nested values are left out."""
     variants = result.get("variants")
     if not isinstance(variants, list) or not variants:
         return None
@@ -886,7 +1020,166 @@ def whatif_table(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "head": [_head(shown(c), False) for c in cols],
         "rows": [{"cells": r, "bounds": "", "status": "", "cls": ""} for r in rows],
         "title": shown(result.get("title", "What-if variants")),
+        "lines": [],
+        "caption": "",
     }
+
+
+def _num(v: Any) -> float | None:
+    """A number of a JSON document (an integer stays one: it is written as it was)."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _res_text(r: Any) -> str:
+    if isinstance(r, list) and len(r) == 2:
+        return f"{r[0]}×{r[1]}"
+    return "–" if r is None else str(r)
+
+
+def _variant_row(v: Mapping[str, Any], mems: Sequence[str], label: str, cls: str) -> dict[str, Any]:
+    t = v.get("totals") or {}
+    res = v.get("resolution")
+    size = res[0] * res[1] if isinstance(res, list) and len(res) == 2 else _num(res)
+    dtype = shown(v.get("dtype") or "")
+    if v.get("quant") == "per-channel" and dtype.startswith("int"):
+        dtype += "/ch"
+    width = _num(v.get("width"))
+    cells = [
+        _cell(label, label, "txt"),
+        _cell(_res_text(res), size),
+        _cell("" if width is None else f"{width:g}", width),
+        _cell(dtype, dtype, "txt"),
+    ]
+    for key, fmt in (
+        ("macs", human_count), ("params", human_count), ("weight_bytes", human_bytes),
+        ("peak_activation_bytes", human_bytes),
+    ):  # fmt: skip
+        x = _num(t.get(key))
+        cells.append(_cell("" if x is None else fmt(x), x))
+    memories = v.get("memories") or {}
+    for m in mems:
+        f = memories.get(m)
+        if not isinstance(f, Mapping):
+            cells.append(_cell("–", None))
+            continue
+        need = _num(f.get("required_bytes")) or 0.0
+        if f.get("fits"):
+            mark, c = "fits", "ok"
+        elif f.get("on_overflow") == "stream":
+            mark, c = "streams", "warn"
+        else:
+            mark, c = "no fit", "bad"
+        cap = _num(f.get("capacity_bytes"))
+        of = f" of {human_bytes(cap)}" if cap is not None else ""
+        cells.append(_cell(f"{human_bytes(need)} {mark}", need, c, f"{human_bytes(need)}{of}"))
+    fits = t.get("fits")
+    cells.append(_cell("yes" if fits else "no", 1 if fits else 0, "txt ok" if fits else "txt bad"))
+    cpu = v.get("fallback_layers") or []
+    cells.append(_cell(str(len(cpu)), len(cpu)))
+    lat = _num(t.get("latency_s"))
+    bound_s = {str(k): _num(x) or 0.0 for k, x in (v.get("bound_s") or {}).items()}
+    total = sum(bound_s.values()) or 1.0
+    mix = ", ".join(
+        f"{b} {x / total:.0%}"
+        for b, x in sorted(bound_s.items(), key=lambda kv: -kv[1])[:2]
+        if x / total >= 0.05
+    )
+    cells.append(_cell("" if lat is None else human_seconds(lat), lat, "", mix))
+    cells.append(_cell(mix, mix, "txt"))
+    return {"cells": cells, "bounds": "", "status": "", "cls": cls}
+
+
+def whatif_table(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The variants of a what-if result, one row each. An ``infercast.whatif/1``
+    document (``infercast whatif -f json``, or variants run by ``report`` itself): the
+    model as it is, then each variant with its totals, the need in each device memory,
+    the fit, layers on the CPU and the forecast; the variant ``--fit`` found is
+    highlighted. Any other document with a ``variants`` list: its flat fields."""
+    from infercast.report.whatif import WHATIF_SCHEMA
+
+    if result.get("schema") != WHATIF_SCHEMA:
+        return _generic_whatif(result)
+    base = result.get("base") or {}
+    variants = [v for v in result.get("variants") or [] if isinstance(v, Mapping)]
+    fit = result.get("fit") if isinstance(result.get("fit"), Mapping) else None
+    best = (fit or {}).get("best") or {}
+    best_label = best.get("label") if isinstance(best, Mapping) else None
+    mems = [str(m) for m in (base.get("memories") or {})]
+    target = shown(result.get("target", ""))
+    head = [
+        _head("variant", False),
+        _head("input", True),
+        _head("width", True, prio=2),
+        _head("dtype", False, prio=2),
+        _head("MACs", True),
+        _head("params", True, prio=3),
+        _head("weights", True, prio=2),
+        _head("arena", True),
+        *(_head(shown(m), True) for m in mems),
+        _head("fits", False),
+        _head("CPU layers", True, prio=2),
+        _head("latency", True),
+        _head("time by bound", False, prio=3),
+    ]
+    rows = [_variant_row(base, mems, "model as it is", "base")]
+    for v in variants:
+        label = shown(v.get("label", ""))
+        is_best = best_label is not None and v.get("label") == best_label
+        rows.append(_variant_row(v, mems, label, "best" if is_best else ""))
+    lines: list[dict[str, str]] = []
+    if fit is not None:
+        budget = _num(fit.get("budget_s"))
+        within = f" and {human_seconds(budget)}" if budget is not None else ""
+        n = fit.get("evaluated", len(variants))
+        if best_label is not None:
+            macs = _num(best.get("totals", {}).get("macs"))
+            lat = _num(best.get("totals", {}).get("latency_s"))
+            lines.append(
+                {
+                    "cls": "ok",
+                    "text": f"--fit: the largest variant that fits every memory of {target}"
+                    f"{within} is {shown(best_label)}"
+                    + (f" ({human_count(macs)} MACs" if macs is not None else " (")
+                    + (f", {human_seconds(lat)})" if lat is not None else ")")
+                    + f", highlighted; {n} variant{'' if n == 1 else 's'} evaluated.",
+                }
+            )
+        else:
+            lines.append(
+                {
+                    "cls": "bad",
+                    "text": f"--fit: no variant in the searched ranges fits {target}{within} "
+                    f"({n} evaluated).",
+                }
+            )
+    for e in result.get("errors") or []:
+        if isinstance(e, Mapping):
+            lines.append(
+                {
+                    "cls": "warn",
+                    "text": f"not made: {shown(e.get('variant', ''))}: {shown(e.get('error', ''))}",
+                }
+            )
+    return {
+        "head": head,
+        "rows": rows,
+        "title": f"What-if on {target}" if target else "What-if variants",
+        "lines": lines,
+        "caption": "Each variant is the model's graph transformed (input size, channel "
+        "width, dtype, replaced ops) and run through the same analysis, memory plan, "
+        "placement and forecast. Arena: the planned activation memory; memory columns: "
+        "what the variant needs in each memory of the target; CPU layers: layers on the "
+        "fallback CPU. Click a column to sort.",
+    }
+
+
+def whatif_tables(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in results:
+        t = whatif_table(r)
+        if t is not None:
+            out.append(t)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -960,7 +1253,7 @@ def build_view(inp: ReportInputs) -> dict[str, Any]:
             "more": max(len(inp.memory.peak.tensors) - MAX_PEAK_TENSORS, 0),
         },
         "table": layer_table(inp, labels),
-        "whatif": whatif_table(inp.whatif),
+        "whatif": whatif_tables(inp.whatif),
         "profile": shown(inp.profile_source) if inp.joined is not None else "",
         "notes": notes,
     }

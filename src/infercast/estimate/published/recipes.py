@@ -1,0 +1,602 @@
+"""Architectures of the published device measurements, built with random weights.
+
+Each recipe builds one architecture the way a published row describes it:
+``keras.applications`` with ``weights=None`` where Keras has it, otherwise
+layer by layer from the paper or the reference code named in its docstring.
+Weights are random (seeded): latency does not depend on their values, only on
+shapes, dtypes and the quantisation scheme.
+
+Quantisation variants (the ``quant`` column of the published data):
+
+* ``fp32``  -- the TFLite converter, no optimisation;
+* ``int8``  -- full-integer post-training quantisation with the converter's
+  defaults: int8 activations, **per-channel** int8 weights (what the TF2
+  converter writes, and what NXP's eIQ model zoo ships);
+* ``int8fio`` -- the same with float32 input and output (the converter adds a QUANTIZE
+  and a DEQUANTIZE at the model's edges);
+* ``int8pt`` -- ``int8``  with per-channel quantisation disabled
+  (``_experimental_disable_per_channel``): **per-tensor** int8 weights;
+* ``uint8`` -- the legacy (TF1) converter with ``inference_type=uint8`` and
+  dummy ranges: uint8 activations and per-tensor uint8 weights, the format of
+  the TF-hosted ``*_quant.tflite`` models (quantisation-aware training).
+
+TensorFlow is imported lazily: importing this module never needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+QUANTS = ("fp32", "int8", "int8fio", "int8pt", "uint8")
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    build: Callable[..., Any]
+    """Returns a Keras model with a static batch-1 input."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+# --------------------------------------------------------------------------- #
+# Layer helpers (Keras functional API; imported lazily)
+# --------------------------------------------------------------------------- #
+
+
+def _k() -> Any:
+    import keras
+
+    return keras
+
+
+def _input(shape: tuple[int, ...]) -> Any:
+    return _k().Input(shape=shape, batch_size=1, name="input")
+
+
+def _conv_bn(x: Any, filters: int, k: int | tuple[int, int], s: int = 1, act: str | None = "relu",
+             dilation: int = 1, bn: bool = True, bias: bool = False) -> Any:  # fmt: skip
+    L = _k().layers
+    x = L.Conv2D(filters, k, strides=s, padding="same", dilation_rate=dilation, use_bias=bias)(x)
+    if bn:
+        x = L.BatchNormalization()(x)
+    return _act(x, act)
+
+
+def _dw_bn(x: Any, k: int = 3, s: int = 1, act: str | None = "relu", dilation: int = 1) -> Any:
+    L = _k().layers
+    x = L.DepthwiseConv2D(k, strides=s, padding="same", dilation_rate=dilation, use_bias=False)(x)
+    x = L.BatchNormalization()(x)
+    return _act(x, act)
+
+
+def _act(x: Any, act: str | None) -> Any:
+    L = _k().layers
+    if act is None:
+        return x
+    if act == "relu6":
+        return L.ReLU(6.0)(x)
+    if act.startswith("leaky"):
+        return L.LeakyReLU(negative_slope=float(act.split(":")[1]))(x)
+    return L.Activation(act)(x)
+
+
+# --------------------------------------------------------------------------- #
+# keras.applications
+# --------------------------------------------------------------------------- #
+
+
+def keras_app(cls: str, size: int, classes: int = 1000, **kw: Any) -> Any:
+    """``keras.applications.<cls>(weights=None)`` at ``size`` x ``size`` x 3, batch 1."""
+    k = _k()
+    inp = _input((size, size, 3))
+    return getattr(k.applications, cls)(input_tensor=inp, weights=None, classes=classes, **kw)
+
+
+# --------------------------------------------------------------------------- #
+# Layer by layer
+# --------------------------------------------------------------------------- #
+
+
+def ds_cnn() -> Any:
+    """MLPerf Tiny keyword spotting DS-CNN (mlcommons/tiny ``keras_model.py``): input 49x10x1
+    MFCCs, conv 10x4/2 64 ch, four depthwise-separable blocks of 64 ch, average pool, FC 12."""
+    L = _k().layers
+    inp = _input((49, 10, 1))
+    x = _conv_bn(inp, 64, (10, 4), 2)
+    for _ in range(4):
+        x = _dw_bn(x)
+        x = _conv_bn(x, 64, 1)
+    x = L.AveragePooling2D(pool_size=(25, 5))(x)
+    x = L.Flatten()(x)
+    x = L.Dense(12, activation="softmax")(x)
+    return _k().Model(inp, x)
+
+
+def ad_autoencoder() -> Any:
+    """MLPerf Tiny anomaly detection (ad01) deep auto-encoder (mlcommons/tiny
+    ``keras_model.py``): 640 -> 4x (FC 128, BN, ReLU) -> FC 8 -> 4x FC 128 -> FC 640."""
+    L = _k().layers
+    inp = _input((640,))
+    x = inp
+    for units in (128, 128, 128, 128, 8, 128, 128, 128, 128):
+        x = L.Dense(units)(x)
+        x = L.BatchNormalization()(x)
+        x = L.ReLU()(x)
+    x = L.Dense(640)(x)
+    return _k().Model(inp, x)
+
+
+def wav2letter() -> Any:
+    """Wav2Letter as Arm's ML-Zoo defines it (``models/speech_recognition/wav2letter/
+    tflite_pruned_int8/recreate_model/wav2letter.py``, the model NXP's eIQ zoo times):
+    input 296x39 MFCCs reshaped to 1x296x39; conv 1x48/2 250 ch; 7x conv 1x7 250 ch;
+    conv 1x32 2000 ch; conv 1x1 2000 ch; conv 1x1 29 ch; leaky ReLU (0.2) after all but
+    the last."""
+    L = _k().layers
+    inp = _input((296, 39))
+    x = L.Reshape((1, 296, 39))(inp)
+    x = L.Conv2D(250, (1, 48), strides=(1, 2), padding="same")(x)
+    x = L.LeakyReLU(negative_slope=0.2)(x)
+    for _ in range(7):
+        x = L.Conv2D(250, (1, 7), padding="same")(x)
+        x = L.LeakyReLU(negative_slope=0.2)(x)
+    x = L.Conv2D(2000, (1, 32), padding="same")(x)
+    x = L.LeakyReLU(negative_slope=0.2)(x)
+    x = L.Conv2D(2000, (1, 1), padding="same")(x)
+    x = L.LeakyReLU(negative_slope=0.2)(x)
+    x = L.Conv2D(29, (1, 1), padding="same")(x)
+    return _k().Model(inp, x)
+
+
+def _inverted_residual(x: Any, cin: int, cout: int, expand: int, k: int, s: int,
+                       act: str = "relu6", dilation: int = 1) -> Any:  # fmt: skip
+    L = _k().layers
+    y = x
+    if expand != 1:
+        y = _conv_bn(y, cin * expand, 1, act=act)
+    y = _dw_bn(y, k, s, act=act, dilation=dilation)
+    y = _conv_bn(y, cout, 1, act=None)
+    if s == 1 and cin == cout:
+        y = L.Add()([x, y])
+    return y
+
+
+def _make_div(v: float, d: int = 8) -> int:
+    n = max(d, int(v + d / 2) // d * d)
+    return n + d if n < 0.9 * v else n
+
+
+def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8) -> Any:
+    """DeepLabV3 with a MobileNetV2 backbone as in TensorFlow's DeepLab model zoo
+    (``mobilenetv2_dm05_coco_voc_trainaug``: depth multiplier 0.5, evaluated at output
+    stride 8; no ASPP rates and no decoder for MobileNet). Strides past the output stride
+    become dilations (DeepLab's ``mobilenet_v2`` feature extractor); the head is DeepLab's
+    default: an image-pooling branch and a 1x1 conv of 256 ch, concatenated, projected to
+    256 ch, 21 logits, bilinear resize to the input size. This counts 2.86 G MACs at
+    513x513; the zoo's table says 0.88 G and NXP's eIQ README 1.76 G ops, which only
+    output stride 16 without the head would give. The eIQ CPU figures (1104 ms on one
+    Cortex-A53, i.e. 2.6 GMAC/s at 2.86 G, the rate of its other models) support
+    stride 8 with the head.
+    """
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, _make_div(32 * alpha), 3, 2, act="relu6")
+    cin = _make_div(32 * alpha)
+    stride, rate = 2, 1
+    # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):  # fmt: skip
+        cout = _make_div(c * alpha)
+        for i in range(n):
+            si = s if i == 0 else 1
+            if si > 1 and stride >= output_stride:
+                d, si, rate = rate, 1, rate * si
+            else:
+                d = rate
+                stride *= si
+            x = _inverted_residual(x, cin, cout, t, 3, si, dilation=d)
+            cin = cout
+    hw = x.shape[1]
+    pool = L.AveragePooling2D(pool_size=(hw, hw))(x)
+    pool = _conv_bn(pool, 256, 1)
+    pool = L.Resizing(hw, hw, interpolation="bilinear")(pool)
+    branch = _conv_bn(x, 256, 1)
+    x = L.Concatenate()([pool, branch])
+    x = _conv_bn(x, 256, 1)
+    x = L.Conv2D(21, 1)(x)
+    x = L.Resizing(size, size, interpolation="bilinear")(x)
+    return k.Model(inp, x)
+
+
+def efficientnet_lite0() -> Any:
+    """EfficientNet-Lite0 (tensorflow/tpu ``models/official/efficientnet/lite``): EfficientNet-B0's
+    blocks without squeeze-excite, ReLU6 instead of swish, stem (32) and head (1280) fixed."""
+    k = _k()
+    L = k.layers
+    inp = _input((224, 224, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin = 32
+    for t, kk, s, c, n in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                           (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):  # fmt: skip
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, kk, s if i == 0 else 1)
+            cin = c
+    x = _conv_bn(x, 1280, 1, act="relu6")
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dense(1000)(x)
+    x = L.Softmax()(x)
+    return k.Model(inp, x)
+
+
+def yolov4_tiny(size: int = 416) -> Any:
+    """YOLOv4-tiny as AlexeyAB/darknet ``cfg/yolov4-tiny.cfg`` defines it (80 classes, leaky
+    ReLU 0.1): CSP blocks that route the second half of the channels (``groups=2
+    group_id=1``), max pools, two YOLO heads (13x13 and 26x26 at 416)."""
+    k = _k()
+    L = k.layers
+    leaky = "leaky:0.1"
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act=leaky)
+    x = _conv_bn(x, 64, 3, 2, act=leaky)
+    route_26 = None
+    for c in (64, 128, 256):
+        x = _conv_bn(x, c, 3, act=leaky)
+        big = x
+        half = L.Lambda(lambda t, c=c: t[..., c // 2 :])(x)
+        a = _conv_bn(half, c // 2, 3, act=leaky)
+        b = _conv_bn(a, c // 2, 3, act=leaky)
+        x = L.Concatenate()([b, a])
+        x = _conv_bn(x, c, 1, act=leaky)
+        if c == 256:
+            route_26 = x
+        x = L.Concatenate()([big, x])
+        x = L.MaxPooling2D(2, 2)(x)
+    x = _conv_bn(x, 512, 3, act=leaky)
+    x13 = _conv_bn(x, 256, 1, act=leaky)
+    y = _conv_bn(x13, 512, 3, act=leaky)
+    out13 = L.Conv2D(255, 1)(y)
+    y = _conv_bn(x13, 128, 1, act=leaky)
+    y = L.UpSampling2D(2)(y)
+    y = L.Concatenate()([y, route_26])
+    y = _conv_bn(y, 256, 3, act=leaky)
+    out26 = L.Conv2D(255, 1)(y)
+    return k.Model(inp, [out13, out26])
+
+
+def resnet18(size: int = 224) -> Any:
+    """ResNet-18 (He et al. 2016, Table 1; torchvision's layout): 7x7/2 conv, max pool,
+    four stages of two basic blocks (64, 128, 256, 512 ch), average pool, FC 1000."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 64, 7, 2)
+    x = L.MaxPooling2D(3, 2, padding="same")(x)
+    cin = 64
+    for c in (64, 128, 256, 512):
+        for i in range(2):
+            s = 2 if (i == 0 and c != 64) else 1
+            y = _conv_bn(x, c, 3, s)
+            y = _conv_bn(y, c, 3, act=None)
+            sc = _conv_bn(x, c, 1, s, act=None) if (s != 1 or cin != c) else x
+            x = L.ReLU()(L.Add()([y, sc]))
+            cin = c
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dense(1000, activation="softmax")(x)
+    return k.Model(inp, x)
+
+
+def squeezenet_v1_1(size: int = 224) -> Any:
+    """SqueezeNet v1.1 (forresti/SqueezeNet ``SqueezeNet_v1.1``): 3x3/2 conv 64, eight fire
+    modules (squeeze 16..64, expand 64..256 split 1x1 / 3x3), three max pools, 1x1 conv to
+    1000 classes, global average pool."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 64, 3, 2, bn=False, bias=True)
+    for i, (sq, ex) in enumerate(((16, 64), (16, 64), (32, 128), (32, 128), (48, 192),
+                                  (48, 192), (64, 256), (64, 256))):  # fmt: skip
+        if i in (0, 2, 4):
+            x = L.MaxPooling2D(3, 2)(x)
+        s = _conv_bn(x, sq, 1, bn=False, bias=True)
+        x = L.Concatenate()(
+            [_conv_bn(s, ex, 1, bn=False, bias=True), _conv_bn(s, ex, 3, bn=False, bias=True)]
+        )
+    x = _conv_bn(x, 1000, 1, bn=False, bias=True)
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Softmax()(x)
+    return k.Model(inp, x)
+
+
+def mobilenet_ssd(size: int = 300, classes: int = 21) -> Any:
+    """MobileNet-SSD as in chuanqi305/MobileNet-SSD (the model ncnn's ``benchncnn``
+    times): MobileNet v1 (1.0) backbone, extra layers 14..17 (1x1 then 3x3/2 convs),
+    box heads (1x1 convs for locations and class scores) on six maps; no
+    detection output."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2)
+    feats = []
+    for i, (c, s) in enumerate(((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+                                (512, 1), (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2),
+                                (1024, 1))):  # fmt: skip
+        x = _dw_bn(x, 3, s)
+        x = _conv_bn(x, c, 1)
+        if i in (10, 12):
+            feats.append(x)
+    for c1, c2 in ((256, 512), (128, 256), (128, 256), (64, 128)):
+        x = _conv_bn(x, c1, 1)
+        x = _conv_bn(x, c2, 3, 2)
+        feats.append(x)
+    outs = []
+    for i, f in enumerate(feats):
+        boxes = 3 if i == 0 else 6
+        outs.append(L.Flatten()(L.Conv2D(boxes * 4, 1)(f)))
+        outs.append(L.Flatten()(L.Conv2D(boxes * classes, 1)(f)))
+    return k.Model(inp, [L.Concatenate()(outs[0::2]), L.Concatenate()(outs[1::2])])
+
+
+def _inception_branch(x: Any, spec: list[tuple[int, Any, int]]) -> Any:
+    for c, kk, s in spec:
+        x = _conv_bn(x, c, kk, s)
+    return x
+
+
+def inception_v1(size: int = 224) -> Any:
+    """Inception v1 as TF-slim's ``inception_v1`` (the TF-hosted and Coral models): its
+    "5x5" branches use 3x3 convs; 7x7/2 stem, nine mixed blocks, 1x1 logits (1001)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 64, 7, 2)
+    x = L.MaxPooling2D(3, 2, padding="same")(x)
+    x = _conv_bn(x, 64, 1)
+    x = _conv_bn(x, 192, 3)
+    x = L.MaxPooling2D(3, 2, padding="same")(x)
+    blocks: list[Any] = [(64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), None,
+              (192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64),
+              (112, 144, 288, 32, 64, 64), (256, 160, 320, 32, 128, 128), "pool2",
+              (256, 160, 320, 32, 128, 128), (384, 192, 384, 48, 128, 128)]  # fmt: skip
+    for b in blocks:
+        if b is None:
+            x = L.MaxPooling2D(3, 2, padding="same")(x)
+            continue
+        if b == "pool2":
+            x = L.MaxPooling2D(2, 2, padding="same")(x)
+            continue
+        c0, c1a, c1b, c2a, c2b, c3 = b
+        p = L.MaxPooling2D(3, 1, padding="same")(x)
+        x = L.Concatenate()([
+            _conv_bn(x, c0, 1),
+            _inception_branch(x, [(c1a, 1, 1), (c1b, 3, 1)]),
+            _inception_branch(x, [(c2a, 1, 1), (c2b, 3, 1)]),
+            _conv_bn(p, c3, 1),
+        ])  # fmt: skip
+    x = L.GlobalAveragePooling2D(keepdims=True)(x)
+    x = L.Conv2D(1001, 1)(x)
+    x = L.Flatten()(x)
+    x = L.Softmax()(x)
+    return k.Model(inp, x)
+
+
+def inception_v4(size: int = 299) -> Any:
+    """Inception v4 (Szegedy et al. 2017, Figs. 3-9; TF-slim ``inception_v4``): stem,
+    4x Inception-A, Reduction-A, 7x Inception-B, Reduction-B, 3x Inception-C, average
+    pool, FC 1001."""
+    k = _k()
+    L = k.layers
+    valid = "valid"
+
+    def cv(x: Any, c: int, kk: Any, s: int = 1, pad: str = "same") -> Any:
+        x = L.Conv2D(c, kk, strides=s, padding=pad, use_bias=False)(x)
+        return L.ReLU()(L.BatchNormalization()(x))
+
+    inp = _input((size, size, 3))
+    x = cv(inp, 32, 3, 2, valid)
+    x = cv(x, 32, 3, 1, valid)
+    x = cv(x, 64, 3)
+    x = L.Concatenate()([L.MaxPooling2D(3, 2, valid)(x), cv(x, 96, 3, 2, valid)])
+    a = cv(cv(x, 64, 1), 96, 3, 1, valid)
+    b = cv(cv(cv(cv(x, 64, 1), 64, (1, 7)), 64, (7, 1)), 96, 3, 1, valid)
+    x = L.Concatenate()([a, b])
+    x = L.Concatenate()([cv(x, 192, 3, 2, valid), L.MaxPooling2D(3, 2, valid)(x)])
+    for _ in range(4):  # Inception-A
+        p = L.AveragePooling2D(3, 1, "same")(x)
+        x = L.Concatenate()([
+            cv(x, 96, 1), cv(cv(x, 64, 1), 96, 3), cv(cv(cv(x, 64, 1), 96, 3), 96, 3), cv(p, 96, 1)
+        ])  # fmt: skip
+    x = L.Concatenate()([  # Reduction-A
+        cv(x, 384, 3, 2, valid), cv(cv(cv(x, 192, 1), 224, 3), 256, 3, 2, valid),
+        L.MaxPooling2D(3, 2, valid)(x),
+    ])  # fmt: skip
+    for _ in range(7):  # Inception-B
+        p = L.AveragePooling2D(3, 1, "same")(x)
+        x = L.Concatenate()([
+            cv(x, 384, 1),
+            cv(cv(cv(x, 192, 1), 224, (1, 7)), 256, (7, 1)),
+            cv(cv(cv(cv(cv(x, 192, 1), 192, (7, 1)), 224, (1, 7)), 224, (7, 1)), 256, (1, 7)),
+            cv(p, 128, 1),
+        ])  # fmt: skip
+    x = L.Concatenate()([  # Reduction-B
+        cv(cv(x, 192, 1), 192, 3, 2, valid),
+        cv(cv(cv(cv(x, 256, 1), 256, (1, 7)), 320, (7, 1)), 320, 3, 2, valid),
+        L.MaxPooling2D(3, 2, valid)(x),
+    ])  # fmt: skip
+    for _ in range(3):  # Inception-C
+        p = L.AveragePooling2D(3, 1, "same")(x)
+        b1 = cv(x, 384, 1)
+        b2 = cv(cv(cv(x, 384, 1), 448, (1, 3)), 512, (3, 1))
+        x = L.Concatenate()([
+            cv(x, 256, 1), cv(b1, 256, (1, 3)), cv(b1, 256, (3, 1)),
+            cv(b2, 256, (3, 1)), cv(b2, 256, (1, 3)), cv(p, 256, 1),
+        ])  # fmt: skip
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dense(1001, activation="softmax")(x)
+    return k.Model(inp, x)
+
+
+def conv3x3(size: int, channels: int = 128) -> Any:
+    """One 3x3 convolution, ``channels`` -> ``channels``, on a ``size`` x ``size`` map (the K210
+    KPU micro-benchmark of bbs.sipeed.com/t/topic/691)."""
+    k = _k()
+    inp = _input((size, size, channels))
+    x = k.layers.Conv2D(channels, 3, padding="same")(inp)
+    return k.Model(inp, x)
+
+
+RECIPES: dict[str, Recipe] = {}
+
+
+def _r(name: str, build: Callable[..., Any], source: str = "", **kwargs: Any) -> None:
+    RECIPES[name] = Recipe(name, build, kwargs, source)
+
+
+_KA = "keras.applications (weights=None)"
+_r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
+_r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
+   cls="MobileNet", size=96, alpha=0.25, classes=2)  # fmt: skip
+_r("mobilenet_v1_a075_224", keras_app, _KA, cls="MobileNet", size=224, alpha=0.75)
+_r("mobilenet_v1_224", keras_app, _KA, cls="MobileNet", size=224, alpha=1.0)
+_r("mobilenet_v2_224", keras_app, _KA, cls="MobileNetV2", size=224, alpha=1.0)
+_r("mobilenet_v3_large_224", keras_app, _KA, cls="MobileNetV3Large", size=224,
+   include_preprocessing=False)  # fmt: skip
+_r("efficientnet_b0_224", keras_app, _KA, cls="EfficientNetB0", size=224)
+_r("resnet50_224", keras_app, _KA, cls="ResNet50", size=224)
+_r("resnet152_v2_299", keras_app, _KA, cls="ResNet152V2", size=299)
+_r("inception_v3_299", keras_app, _KA, cls="InceptionV3", size=299)
+_r("inception_v3_224", keras_app, _KA, cls="InceptionV3", size=224)
+_r("inception_resnet_v2_299", keras_app, _KA, cls="InceptionResNetV2", size=299)
+_r("vgg16_224", keras_app, _KA, cls="VGG16", size=224)
+_r("mobilenet_v3_small_224", keras_app, _KA, cls="MobileNetV3Small", size=224,
+   include_preprocessing=False)  # fmt: skip
+_r("efficientnet_v2_b0_224", keras_app, _KA, cls="EfficientNetV2B0", size=224,
+   include_preprocessing=False)  # fmt: skip
+_r("resnet50_v2_224", keras_app, _KA, cls="ResNet50V2", size=224)
+_r("densenet121_224", keras_app, _KA, cls="DenseNet121", size=224)
+_r("nasnet_mobile_224", keras_app, _KA, cls="NASNetMobile", size=224)
+_r("xception_299", keras_app, _KA, cls="Xception", size=299)
+_r("mobilenet_v2_a035_224", keras_app, _KA, cls="MobileNetV2", size=224, alpha=0.35)
+_r("ds_cnn_kws", ds_cnn)
+_r("ad_autoencoder", ad_autoencoder)
+_r("wav2letter", wav2letter)
+_r("deeplabv3_mnv2_dm05_513", deeplabv3_mnv2)
+_r("efficientnet_lite0_224", efficientnet_lite0)
+_r("yolov4_tiny_416", yolov4_tiny)
+_r("resnet18_224", resnet18)
+_r("squeezenet_v1_1_224", squeezenet_v1_1)
+_r("mobilenet_ssd_300", mobilenet_ssd)
+_r("inception_v1_224", inception_v1)
+_r("inception_v4_299", inception_v4)
+VELA_SET = (
+    "mobilenet_v1_224",
+    "mobilenet_v1_a025_128",
+    "mobilenet_v2_224",
+    "mobilenet_v2_a035_224",
+    "mobilenet_v3_large_224",
+    "mobilenet_v3_small_224",
+    "efficientnet_b0_224",
+    "efficientnet_v2_b0_224",
+    "resnet50_224",
+    "resnet50_v2_224",
+    "densenet121_224",
+    "inception_v3_299",
+    "nasnet_mobile_224",
+    "xception_299",
+)
+"""int8 keras.applications architectures compared with Arm Vela's performance estimate."""
+for _s in (4, 16, 64, 128, 256):
+    _r(f"conv3x3_128ch_{_s}", conv3x3, size=_s)
+
+
+# --------------------------------------------------------------------------- #
+# Conversion
+# --------------------------------------------------------------------------- #
+
+
+def _representative(model: Any, n: int = 3) -> Callable[[], Iterator[list[Any]]]:
+    import numpy as np
+
+    shapes = [tuple(int(d) for d in t.shape) for t in model.inputs]
+
+    def gen() -> Iterator[list[Any]]:
+        rng = np.random.default_rng(SEED)
+        for _ in range(n):
+            yield [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in shapes]
+
+    return gen
+
+
+def _frozen_graph(model: Any) -> tuple[bytes, list[str], list[str], dict[str, list[int]]]:
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    specs = [tf.TensorSpec(tuple(int(d) for d in t.shape), tf.float32) for t in model.inputs]
+    fn = tf.function(lambda *xs: model(list(xs) if len(xs) > 1 else xs[0], training=False))
+    frozen = convert_variables_to_constants_v2(fn.get_concrete_function(*specs))
+    ins = [t.name.split(":")[0] for t in frozen.inputs]
+    outs = [t.name.split(":")[0] for t in frozen.outputs]
+    shapes = {n: [int(d) for d in s.shape] for n, s in zip(ins, specs, strict=True)}
+    return frozen.graph.as_graph_def().SerializeToString(), ins, outs, shapes
+
+
+def convert(model: Any, quant: str) -> bytes:
+    """TFLite flatbuffer of ``model`` in quantisation variant ``quant`` (see module doc)."""
+    import tensorflow as tf
+
+    if quant == "uint8":
+        gd, ins, outs, shapes = _frozen_graph(model)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "graph.pb")
+            Path(p).write_bytes(gd)
+            c = tf.compat.v1.lite.TFLiteConverter.from_frozen_graph(p, ins, outs, shapes)
+            c.inference_type = tf.uint8
+            c.quantized_input_stats = {n: (128.0, 127.0) for n in ins}
+            c.default_ranges_stats = (0, 6)
+            out: bytes = c.convert()
+            return out
+    c = tf.lite.TFLiteConverter.from_keras_model(model)
+    if quant in ("int8", "int8pt", "int8fio"):
+        c.optimizations = [tf.lite.Optimize.DEFAULT]
+        c.representative_dataset = _representative(model)
+        c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if quant != "int8fio":
+            c.inference_input_type = tf.int8
+            c.inference_output_type = tf.int8
+        if quant == "int8pt":
+            c._experimental_disable_per_channel = True
+    elif quant != "fp32":
+        raise ValueError(f"unknown quantisation variant {quant!r}; choose from {QUANTS}")
+    data: bytes = c.convert()
+    return data
+
+
+def file_name(recipe: str, quant: str) -> str:
+    return f"{recipe}_{quant}.tflite"
+
+
+def build(recipe: str, quants: list[str], dest: Path) -> dict[str, Any]:
+    """Build ``recipe`` once and write each quantisation variant into ``dest``."""
+    import keras
+
+    r = RECIPES[recipe]
+    keras.utils.set_random_seed(SEED)
+    model = r.build(**r.kwargs)
+    info: dict[str, Any] = {"params": int(model.count_params()), "files": {}}
+    for q in quants:
+        path = dest / file_name(recipe, q)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(convert(model, q))
+        tmp.replace(path)
+        info["files"][path.name] = path.stat().st_size
+    keras.backend.clear_session()
+    return info

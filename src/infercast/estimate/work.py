@@ -1,0 +1,533 @@
+"""What each kernel asks of its processor: the work list the time model costs.
+
+:func:`build_works` turns a placed graph into one :class:`Work` per kernel (a
+fused group, :mod:`infercast.estimate.fusion`): its arithmetic (ops as counted,
+1 MAC = 2 ops, and the shape effects real hardware has), the activation and
+weight bytes it moves and where they live, the weight bytes a streaming cache
+cannot hold, the accelerator <-> CPU crossings charged to it, and the flags the
+device models read (per-channel weights, parallel on a multi-core CPU). None of
+it depends on the target's fitted numbers, so calibration builds it once and
+re-costs it under many parameter sets (:func:`infercast.estimate.forecast.kernel_time`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from infercast.analysis.cost import Analysis, LayerCost
+from infercast.errors import InfercastError
+from infercast.estimate.fusion import Kernel, elided_transposes, kernels
+from infercast.ir.dtypes import DType
+from infercast.ir.graph import Graph, Node, Tensor
+from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims
+from infercast.ops.registry import get_handler, relabels_input
+from infercast.targets.placement import LayerPlacement, PlacementReport
+from infercast.targets.schema import EFFICIENCY_KEYS, Target
+
+_FAMILY_CLASS = {
+    "conv": "conv",
+    "linalg": "linalg",
+    "elementwise": "elementwise",
+    "pool": "pool",
+    "movement": "movement",
+    "normalization": "normalization",
+    "recurrent": "recurrent",
+    "detection": "detection",
+}
+PARENT_CLASS = {"depthwise_conv_large": "depthwise_conv"}
+LARGE_DEPTHWISE_TAPS = 25
+"""Depthwise kernels with more taps than this (7x7 and up) are their own class: XNNPACK's
+single-pass depthwise micro-kernels stop at 25 taps (5x5; google/XNNPACK src/f32-dwconv/,
+``up*x25``), larger ones take the multi-pass path, and ONNX Runtime's are as slow; measured
+here 5-9x below the 3x3 / 5x5 rate on both runtimes."""
+PARALLEL_CLASSES = frozenset(
+    {"conv", "depthwise_conv", "depthwise_conv_large", "linalg", "elementwise", "pool"}
+)
+"""Op classes a multi-threaded CPU runtime splits across its threads: XNNPACK (TFLite's
+CPU delegate) runs convolutions, fully-connected, element-wise and pooling operators on a
+pthreadpool (google/XNNPACK ``src/operators/*.c``, ``pthreadpool_parallelize_*``), as
+ncnn's OpenMP kernels do. The rest (TFLite's built-in TRANSPOSE, CONCATENATION, GATHER,
+STRIDED_SLICE, detection post-processing ...) runs on one thread whatever the count."""
+WEIGHTED_OPS = frozenset(
+    {"conv", "depthwise_conv", "conv_transpose", "fully_connected", "matmul", "gemm",
+     "conv_integer", "qlinear_conv", "matmul_integer", "qlinear_matmul"}
+)  # fmt: skip
+_INT_KEYS = ("int8", "int16", "int4")
+_FLOAT_KEYS = ("fp32", "fp16", "bf16")
+
+
+class EstimateError(InfercastError):
+    """The forecast cannot be made (no usable peak, bad parameters)."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """Work of one kernel, independent of the parameters (input of ``kernel_time``)."""
+
+    unit: str
+    op_class: str
+    dtype: str | None
+    """Peak key used (``fp32``, ``int8``, …); None when the op does no arithmetic."""
+    ops: float
+    """Arithmetic ops as counted (1 MAC = 2 ops), all members of the kernel."""
+    shape_factor: float
+    """ops_eff / ops from channel padding, narrow maps and slowdown notes (>= 1)."""
+    act_bytes: int
+    weight_bytes: int
+    streamed_bytes: int
+    act_memory: str | None
+    weight_memory: str | None
+    reduction_depth: int = 0
+    """Length K of the kernel's dot products (conv: input channels per group x taps; FC: input
+    features); 0 where the op has none."""
+    transfers: tuple[int, ...] = ()
+    """Bytes of each crossing charged to this kernel."""
+    rewrite_bytes: int | None = None
+    """Output bytes of a ``partial`` layer (the fallback's extra pass); None if not partial."""
+    fallback_unit: str = ""
+    fallback_memory: str | None = None
+    on_fallback: bool = False
+    """Placed on the fallback processor of a target that has an accelerator."""
+    known: bool = True
+    """False when the ops are unknown (no cost rule, unknown shapes)."""
+    elided: bool = False
+    """A transpose the runtime removes (:func:`~infercast.estimate.fusion.elided_transposes`)."""
+    per_channel: bool = False
+    """The anchor's weights are quantised per channel (one scale per output channel)."""
+    parallel: bool = False
+    """A multi-threaded CPU runtime splits this kernel across its threads (PARALLEL_CLASSES)."""
+    broadcast_bytes: int = 0
+    """Output elements x element size of the constant operand of an element-wise op whose
+    constant is smaller than its output (what a unit that re-reads broadcast constants
+    reads, times its ``broadcast_read_factor``)."""
+
+    @property
+    def ops_eff(self) -> float:
+        return self.ops * self.shape_factor
+
+
+# --------------------------------------------------------------------------- #
+# Classification of one op
+# --------------------------------------------------------------------------- #
+
+
+def op_class(node: Node, graph: Graph | None = None) -> str:
+    """The efficiency key of an op (``targets.schema.EFFICIENCY_KEYS``)."""
+    if node.op == "depthwise_conv":
+        ks = node.attrs.get("kernel_shape")
+        taps = 0
+        if isinstance(ks, tuple | list) and ks:
+            taps = int(np.prod([int(k) for k in ks]))
+        elif graph is not None:
+            w_idx = int(node.attrs.get("weight_input", 1))
+            if w_idx < len(node.inputs) and node.inputs[w_idx]:
+                w = graph.tensors[node.inputs[w_idx]]
+                try:
+                    k = kernel_dims(w, str(node.attrs.get("weight_layout", "OIHW")))
+                    taps = k.spatial_size
+                except (ShapeUnknownError, ValueError, IndexError):
+                    taps = 0
+        return "depthwise_conv_large" if taps > LARGE_DEPTHWISE_TAPS else "depthwise_conv"
+    h = get_handler(node.op)
+    cls = _FAMILY_CLASS.get(h.family if h else "", "default")
+    return cls if cls in EFFICIENCY_KEYS else "default"
+
+
+def dtype_key(dt: DType) -> str:
+    """The peak key a tensor of ``dt`` computes in."""
+    if dt in (DType.INT8, DType.UINT8):
+        return "int8"
+    if dt in (DType.INT16, DType.UINT16):
+        return "int16"
+    if dt in (DType.INT4, DType.UINT4, DType.INT2):
+        return "int4"
+    if dt == DType.FLOAT16:
+        return "fp16"
+    if dt == DType.BFLOAT16:
+        return "bf16"
+    return "fp32"
+
+
+def peak_key(target: Target, unit: str, want: str) -> tuple[str | None, bool]:
+    """(key, exact): the unit's peak for ``want``, else the closest it states."""
+    peaks = target.units[unit].peak_ops_per_s
+    if want in peaks:
+        return want, True
+    family = _INT_KEYS if want in _INT_KEYS else _FLOAT_KEYS
+    for k in family:
+        if k in peaks:
+            return k, False
+    for k in (*_FLOAT_KEYS, *_INT_KEYS):
+        if k in peaks:
+            return k, False
+    return None, False
+
+
+def compute_dtype(graph: Graph, node: Node) -> DType | None:
+    """The dtype ``node`` computes in: its weights', else its first activation's."""
+    ins = [t for t in graph.input_tensors(node) if t is not None]
+    w_idx = node.attrs.get("weight_input")
+    if isinstance(w_idx, int) and w_idx < len(node.inputs) and node.inputs[w_idx]:
+        return graph.tensors[node.inputs[w_idx]].dtype
+    acts = [t for t in ins if not t.is_constant]
+    if acts:
+        return acts[0].dtype
+    outs = graph.output_tensors(node)
+    return outs[0].dtype if outs else None
+
+
+def weight_tensors(graph: Graph, node: Node) -> list[Tensor]:
+    """Constant numeric inputs of ``node`` other than its argument inputs (axes, shapes)."""
+    h = get_handler(node.op)
+    args = h.arg_inputs if h else frozenset()
+    out: list[Tensor] = []
+    for i, name in enumerate(node.inputs):
+        if not name or i in args:
+            continue
+        t = graph.tensors[name]
+        if t.is_constant and (t.dtype.is_float or t.dtype.is_integer):
+            out.append(t)
+    return out
+
+
+def _ceil_to(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _conv_weight(graph: Graph, node: Node) -> Tensor:
+    h = get_handler(node.op)
+    w_idx = int(node.attrs.get("weight_input", (h.weight_input if h else None) or 1))
+    return graph.tensors[node.inputs[w_idx]]
+
+
+def _weight_layout(node: Node) -> str:
+    default = "IOHW" if node.op == "conv_transpose" else "OIHW"
+    return str(node.attrs.get("weight_layout", default))
+
+
+def _channel_factor(graph: Graph, node: Node, m: int) -> float:
+    """Output channels (conv) / features (FC) rounded up to a multiple of ``m``, over the count."""
+    h = get_handler(node.op)
+    if h is not None and h.conv_like:
+        c = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).out_channels
+        return _ceil_to(c, m) / c
+    if h is not None and h.fc_like:
+        out = graph.output_tensors(node)[0]
+        if out.is_static and out.shape:
+            n = int(out.shape[-1] or 1)
+            return _ceil_to(n, m) / n
+    return 1.0
+
+
+def kpu_line_factor(width: int, channels: int, line: int) -> float:
+    """Pixel slots over pixels of a map laid out in ``line``-pixel lines as nncase lays out
+    K210 KPU feature maps (``get_kpu_row_layout``, kendryte/nncase ``runtime/k210``): a row
+    at most line/4 wide shares its line with 3 other channels' rows (16 px apart), at most
+    line/2 wide with one other (32 px apart), wider rows take ceil(width / line) lines."""
+    if width <= line // 4:
+        groups, row_len = 4, 1
+    elif width <= line // 2:
+        groups, row_len = 2, 1
+    else:
+        groups, row_len = 1, -(-width // line)
+    return (-(-channels // groups)) * row_len * line / (channels * width)
+
+
+def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
+    """ops_eff / ops for the anchor ``node`` on ``unit`` (channel padding, line layout)."""
+    u = target.units[unit]
+    f = 1.0
+    try:
+        if u.channel_multiple > 1:
+            f *= _channel_factor(graph, node, u.channel_multiple)
+        if u.window_taps and node.op in ("conv", "depthwise_conv"):
+            taps = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).spatial_size
+            if 0 < taps < u.window_taps:
+                f *= u.window_taps / taps
+        spatial = ("conv", "depthwise_conv", "depthwise_conv_large", "pool")
+        if u.efficient_width_px and op_class(node, graph) in spatial:
+            out = graph.output_tensors(node)[0]
+            if out.rank == 4:
+                d = activation_dims(out, graph.layout)
+                width = d.spatial[-1] if d.spatial else 0
+                if width > 0 and d.channels:
+                    f *= kpu_line_factor(width, d.channels, u.efficient_width_px)
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return f
+    return f
+
+
+def reduction_depth(graph: Graph, node: Node) -> int:
+    """Length of the dot products of a conv / FC / MatMul (0 when not known).
+
+    Depthwise convolutions have none: they are not GEMMs (one input channel per output
+    channel), so the short-dot-product effect of a GEMM micro-kernel does not apply."""
+    h = get_handler(node.op)
+    if h is None:
+        return 0
+    try:
+        if h.conv_like and node.op != "depthwise_conv":
+            k = kernel_dims(_conv_weight(graph, node), _weight_layout(node))
+            return k.in_channels * k.spatial_size
+        if h.fc_like:
+            x = graph.tensors[node.inputs[0]]
+            if x.is_static and x.shape:
+                k_dim = int(x.shape[-1] or 0)
+                if node.op == "gemm" and node.attrs.get("transA"):
+                    k_dim = int(x.shape[0] or 0)
+                return k_dim
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return 0
+    return 0
+
+
+def note_slowdown(ly: LayerPlacement, target: Target) -> float:
+    """Product of the ``slowdown`` parameters of the note checks that fired on ``ly``."""
+    f = 1.0
+    checks = list(target.support.generic)
+    for rule in target.support.rules.values():
+        checks.extend(rule.checks)
+    for note in ly.notes:
+        for c in checks:
+            v = c.params.get("slowdown")
+            if c.name == note.check and isinstance(v, int | float):
+                f *= float(v)
+                break
+    return f
+
+
+def broadcast_bytes(graph: Graph, node: Node) -> int:
+    """Output elements x the constant's element size, for an element-wise op with a
+    constant operand smaller than its output; 0 otherwise."""
+    h = get_handler(node.op)
+    if h is None or h.family != "elementwise" or not node.outputs:
+        return 0
+    out = graph.tensors[node.outputs[0]]
+    for t in weight_tensors(graph, node):
+        if out.elements and t.elements and t.elements < out.elements:
+            return t.dtype.nbytes(out.elements)
+    return 0
+
+
+def per_channel_weights(graph: Graph, node: Node) -> bool:
+    """True when ``node`` is a weighted op whose weights carry one scale per channel."""
+    if node.op not in WEIGHTED_OPS:
+        return False
+    return any(t.quant is not None and t.quant.per_channel for t in weight_tensors(graph, node))
+
+
+def memory_for(target: Target, holds: tuple[str, ...]) -> str | None:
+    for kind in holds:
+        for m in target.memories.values():
+            if kind in m.holds:
+                return m.name
+    return None
+
+
+# --------------------------------------------------------------------------- #
+# The work list
+# --------------------------------------------------------------------------- #
+
+
+def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kernel], set[int]]:
+    """The kernels of ``dev`` (fused groups, or one per op) and the elided transposes."""
+    proc = {ly.index: ly.processor for ly in report.layers if not ly.folded}
+    if not fuse:
+        return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded], set()
+    elided = elided_transposes(dev)
+    return kernels(dev, proc, elided), elided
+
+
+def _transfers(report: PlacementReport, groups: list[Kernel]) -> dict[int, list[int]]:
+    """Crossing bytes per kernel anchor: charged to the receiving layer, model outputs to
+    their producer."""
+    member_of = {i: k.anchor for k in groups for i in k.members}
+    out: dict[int, list[int]] = {}
+    for c in report.crossings:
+        at = min(c.consumers) if c.consumers else c.producer
+        if at is not None and at in member_of:
+            out.setdefault(member_of[at], []).append(c.bytes or 0)
+    return out
+
+
+class _StreamingCaches:
+    """Weight caches that stream what they cannot hold (``on_overflow = "stream"``): the
+    cumulative unique weights in execution order decide what is streamed."""
+
+    def __init__(self, target: Target) -> None:
+        self.mems = {m.name: m for m in target.memories.values() if m.on_overflow == "stream"}
+        self.used = dict.fromkeys(self.mems, 0)
+        self.seen: set[str] = set()
+
+    def take(self, weights: Mapping[str, int], memory: str | None) -> tuple[int, int]:
+        """(bytes read from ``memory``, bytes streamed) of a kernel's weights; a weight
+        shared by several kernels is read once per inference."""
+        read = streamed = 0
+        for root, nb in weights.items():
+            if root in self.seen:
+                continue
+            self.seen.add(root)
+            if memory in self.mems:
+                cap = self.mems[memory].size_bytes
+                fits = max(min(nb, cap - self.used[memory]), 0)
+                self.used[memory] += nb
+                streamed += nb - fits
+                read += fits
+            else:
+                read += nb
+        return read, streamed
+
+    def notes(self) -> list[str]:
+        return [
+            f"{name}: {self.used[name] - mem.size_bytes} weight bytes beyond its "
+            f"{mem.size_bytes} bytes are streamed over the link every inference"
+            for name, mem in self.mems.items()
+            if self.used[name] > mem.size_bytes
+        ]
+
+
+def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, dict[str, int], bool]:
+    """(activation bytes, output bytes, weights root -> bytes, sizes known) of kernel ``k``:
+    activations read from outside the group, outputs read outside it (or model outputs);
+    an activation of unknown size counts 0 bytes and makes the sizes unknown."""
+    inside = {o for n in members for o in n.outputs if o}
+    act_in: dict[str, int | None] = {}
+    weights: dict[str, int] = {}
+    for n in members:
+        wts = weight_tensors(dev, n)
+        wnames = {t.name for t in wts}
+        for t in wts:
+            weights[t.derived_from or t.name] = t.nbytes or 0
+        for name in n.inputs:
+            if name and name not in inside and name not in wnames:
+                t = dev.tensors[name]
+                if not t.is_constant:
+                    act_in[name] = t.nbytes
+    act_out: dict[str, int | None] = {o: dev.tensors[o].nbytes for o in members[-1].outputs if o}
+    for n in members[:-1]:
+        for o in n.outputs:
+            if o and (
+                o in dev.outputs or any(c not in k.members for c in dev.consumers.get(o, ()))
+            ):
+                act_out[o] = dev.tensors[o].nbytes
+    known = all(v is not None for v in (*act_in.values(), *act_out.values()))
+    out_bytes = sum(v or 0 for v in act_out.values())
+    act_bytes = sum(v or 0 for v in act_in.values()) + out_bytes
+    if relabels_input(dev, members[0]) and len(members) == 1:  # no copy in ORT / TFLite
+        act_bytes = 0
+    return act_bytes, out_bytes, weights, known
+
+
+def _arithmetic(
+    dev: Graph, members: list[Node], cost: Mapping[int, LayerCost]
+) -> tuple[float, bool]:
+    """(ops, known) of a kernel: its members' FLOPs; a copy counts one op per element written
+    (so that efficiency.movement is the copy throughput)."""
+    ops = 0.0
+    known = True
+    for n in members:
+        lc = cost.get(n.index)
+        # A layer whose output size is unknown (unknown_shape) has unknown bytes too,
+        # even when its arithmetic (a Reshape's 0) does not depend on it.
+        if lc is None or lc.flops is None or lc.status == "unknown_shape":
+            known = False
+        else:
+            ops += lc.flops
+    anchor = members[0]
+    relabel = relabels_input(dev, anchor)
+    if op_class(anchor, dev) == "movement" and known and ops == 0 and not relabel:
+        ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))
+    return ops, known
+
+
+@dataclass
+class _Context:
+    """What every kernel of one forecast shares."""
+
+    dev: Graph
+    target: Target
+    cost: dict[int, LayerCost]
+    place_of: dict[int, LayerPlacement]
+    nodes: dict[int, Node]
+    transfers: dict[int, list[int]]
+    caches: _StreamingCaches
+    elided: set[int]
+    missing_peak: set[str]
+
+
+def _peak_dtype(ctx: _Context, anchor: Node, unit: str, ops: float) -> str | None:
+    dt = compute_dtype(ctx.dev, anchor)
+    if ops <= 0 or dt is None:
+        return None
+    key, exact = peak_key(ctx.target, unit, dtype_key(dt))
+    if key is None:
+        raise EstimateError(
+            f"{ctx.target.name}: unit '{unit}' states no peak_<dtype>_ops_per_s",
+            "add one to the target file",
+        )
+    if not exact:
+        ctx.missing_peak.add(f"{unit}: {dtype_key(dt)} computed at the {key} peak")
+    return key
+
+
+def _work_of(ctx: _Context, k: Kernel) -> Work:
+    target, dev = ctx.target, ctx.dev
+    anchor = ctx.nodes[k.anchor]
+    lp = ctx.place_of[k.anchor]
+    on_acc = lp.processor == "accelerator"
+    members = [ctx.nodes[i] for i in k.members]
+    act_bytes, out_bytes, weights, sizes_known = _kernel_io(dev, k, members)
+    w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
+    a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
+    w_bytes, streamed = ctx.caches.take(weights, w_mem)
+    ops, known = _arithmetic(dev, members, ctx.cost)
+    known = known and sizes_known
+    cls = op_class(anchor, dev)
+    has_acc = target.placement.accelerator is not None
+    return Work(
+        unit=lp.unit,
+        op_class=cls,
+        dtype=_peak_dtype(ctx, anchor, lp.unit, ops),
+        ops=ops,
+        shape_factor=shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target),
+        reduction_depth=reduction_depth(dev, anchor) if cls in ("conv", "linalg") else 0,
+        act_bytes=act_bytes,
+        weight_bytes=w_bytes,
+        streamed_bytes=streamed,
+        act_memory=a_mem,
+        weight_memory=w_mem,
+        transfers=tuple(ctx.transfers.get(k.anchor, ())),
+        rewrite_bytes=out_bytes if lp.placement == "partial" else None,
+        fallback_unit=target.placement.fallback,
+        fallback_memory=memory_for(target, ("activations",)),
+        on_fallback=has_acc and lp.processor == "cpu",
+        known=known,
+        elided=len(members) == 1 and k.anchor in ctx.elided,
+        per_channel=per_channel_weights(dev, anchor),
+        parallel=cls in PARALLEL_CLASSES,
+        broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
+    )
+
+
+def build_works(
+    dev: Graph, analysis: Analysis, report: PlacementReport, target: Target, fuse: bool
+) -> tuple[list[tuple[Kernel, Work]], list[str]]:
+    """One :class:`Work` per kernel of the device graph ``dev``, and the notes it raised."""
+    groups, elided = _groups(dev, report, fuse)
+    ctx = _Context(
+        dev=dev,
+        target=target,
+        cost={ly.index: ly for ly in analysis.main_layers()},
+        place_of={ly.index: ly for ly in report.layers},
+        nodes={n.index: n for n in dev.nodes},
+        transfers=_transfers(report, groups),
+        caches=_StreamingCaches(target),
+        elided=elided,
+        missing_peak=set(),
+    )
+    out = [(k, _work_of(ctx, k)) for k in groups]
+    notes = [f"no peak stated for the dtype; {m}" for m in sorted(ctx.missing_peak)]
+    return out, notes + ctx.caches.notes()
