@@ -31,6 +31,13 @@ given to both tools. MAC totals are printed side by side; they differ where the
 conventions do (onnx-tool counts elementwise ops and biases as MACs: see
 ../shared/reference/figures.md).
 
+``--baseline SRC`` times another tree's infercast side by side with this one (the
+``src`` directory of a checkout, e.g. ``git archive main src | tar -x -C /tmp/base``
+then ``--baseline /tmp/base/src``): on real models in a worker process, in
+alternation with the other runs, which reports its own wall and CPU time; on the
+synthetic graphs in fresh processes like this tree's. Before/after figures then come
+from one run.
+
 ``--stages MODEL`` prints where infercast's time goes for one model (CPU time per
 stage, each stage's own time without the stages inside it, medians; the cyclic
 garbage collector's runs as a row of their own).
@@ -57,6 +64,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -155,6 +163,56 @@ Timing = tuple[float, float]
 """Median (wall seconds, CPU seconds)."""
 
 
+class Measured(NamedTuple):
+    """Times a function measured itself (in another process): used instead of ours."""
+
+    wall_s: float
+    cpu_s: float
+
+
+_WORKER = """
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import bench_analyze
+for line in sys.stdin:
+    req = json.loads(line)
+    shapes = {k: tuple(v) for k, v in req["shapes"].items()}
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        macs, err = bench_analyze.run_infercast(Path(req["path"]), shapes, req["plan"]), None
+    except Exception as exc:
+        macs, err = None, f"{type(exc).__name__}: {str(exc)[:120]}"
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "macs": macs, "error": err}), flush=True)
+"""
+
+
+class Baseline:
+    """Another tree's infercast (``src``) in a worker process, run on request."""
+
+    def __init__(self, src: Path) -> None:
+        self.src = src
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(REPO / "bench")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(src)},
+            cwd=tempfile.gettempdir(),
+        )
+
+    def run(self, path: Path, shapes: Shapes, plan: bool) -> Measured:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        req = {"path": str(path), "shapes": {k: list(v) for k, v in shapes.items()}, "plan": plan}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        if out["error"]:
+            raise RuntimeError(out["error"])
+        return Measured(out["wall_s"], out["cpu_s"])
+
+
 def medians(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, Timing | None]:
     """Median wall and CPU seconds of each function, run in alternation (a failing one
     gives None)."""
@@ -172,9 +230,12 @@ def medians(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, T
             if fn_name in failed:
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            cpus[fn_name].append(time.process_time() - c0)
-            walls[fn_name].append(time.perf_counter() - t0)
+            r = fn()
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            if isinstance(r, Measured):
+                wall, cpu = r
+            cpus[fn_name].append(cpu)
+            walls[fn_name].append(wall)
     return {
         k: (statistics.median(walls[k]), statistics.median(cpus[k])) if walls[k] else None
         for k in fns
@@ -206,14 +267,17 @@ def _x(r: float | None) -> str:
     return "-" if r is None else f"{r:.1f}x"
 
 
-def bench_real(repeat: int) -> list[float]:
+def bench_real(repeat: int, baseline: Baseline | None = None) -> list[float]:
     """Side by side on every real model; returns the CPU-time ratios."""
+    base_cols = f" {'base ms':>7} {'(cpu)':>7} {'ratio':>6} {'(wall)':>6}" if baseline else ""
     print(
         f"{'model':44} {'nodes':>6} {'ic ms':>7} {'(cpu)':>7} {'+plan':>7} {'ot ms':>7} "
-        f"{'(cpu)':>7} {'ratio':>6} {'(wall)':>6} {'+plan':>6} {'ot-bare':>7} "
+        f"{'(cpu)':>7} {'ratio':>6} {'(wall)':>6} {'+plan':>6} {'ot-bare':>7}{base_cols} "
         f"{'ic MACs':>15} {'ot MACs':>15}"
     )
-    ratios: dict[str, list[float]] = {"cpu": [], "wall": [], "plan": [], "bare": []}
+    ratios: dict[str, list[float]] = {
+        "cpu": [], "wall": [], "plan": [], "bare": [], "base_cpu": [], "base_wall": []
+    }  # fmt: skip
     for name, path in real_models():
         nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
         shapes = bench_shapes(path)
@@ -226,26 +290,37 @@ def bench_real(repeat: int) -> list[float]:
             peer_macs = run_onnx_tool(path, shapes, False)
         except Exception:
             peer_macs = None
-        t = medians(
-            {
-                "ic": lambda p=path, s=shapes: run_infercast(p, s, False),
-                "ic_plan": lambda p=path, s=shapes: run_infercast(p, s, True),
-                "ot": lambda p=path, s=shapes: run_onnx_tool(p, s, True),
-                "ot_bare": lambda p=path, s=shapes: run_onnx_tool(p, s, False),
-            },
-            repeat,
-        )
+        fns: dict[str, Callable[[], object]] = {
+            "ic": lambda p=path, s=shapes: run_infercast(p, s, False),
+            "ic_plan": lambda p=path, s=shapes: run_infercast(p, s, True),
+            "ot": lambda p=path, s=shapes: run_onnx_tool(p, s, True),
+            "ot_bare": lambda p=path, s=shapes: run_onnx_tool(p, s, False),
+        }
+        if baseline:
+            fns["base"] = lambda p=path, s=shapes: baseline.run(p, s, False)
+        t = medians(fns, repeat)
         ic, ic_plan, ot, ot_bare = t["ic"], t["ic_plan"], t["ot"], t["ot_bare"]
+        base = t.get("base")
         r_cpu, r_wall = _ratio(ot, ic, 1), _ratio(ot, ic, 0)
         r_plan, r_bare = _ratio(ot, ic_plan, 1), _ratio(ot_bare, ic, 1)
-        for key, r in (("cpu", r_cpu), ("wall", r_wall), ("plan", r_plan), ("bare", r_bare)):
+        rb_cpu, rb_wall = _ratio(ot, base, 1), _ratio(ot, base, 0)
+        for key, r in (
+            ("cpu", r_cpu), ("wall", r_wall), ("plan", r_plan), ("bare", r_bare),
+            ("base_cpu", rb_cpu), ("base_wall", rb_wall),
+        ):  # fmt: skip
             if r is not None:
                 ratios[key].append(r)
+        base_row = (
+            f" {_ms(base and base[0]):>7} {_ms(base and base[1]):>7} {_x(rb_cpu):>6} "
+            f"{_x(rb_wall):>6}"
+            if baseline
+            else ""
+        )
         print(
             f"{name:44} {nodes:>6} {_ms(ic and ic[0]):>7} {_ms(ic and ic[1]):>7} "
             f"{_ms(ic_plan and ic_plan[1]):>7} {_ms(ot and ot[0]):>7} {_ms(ot and ot[1]):>7} "
-            f"{_x(r_cpu):>6} {_x(r_wall):>6} {_x(r_plan):>6} {_ms(ot_bare and ot_bare[1]):>7} "
-            f"{our_macs:>15,} {'-' if peer_macs is None else f'{peer_macs:,}':>15}"
+            f"{_x(r_cpu):>6} {_x(r_wall):>6} {_x(r_plan):>6} {_ms(ot_bare and ot_bare[1]):>7}"
+            f"{base_row} {our_macs:>15,} {'-' if peer_macs is None else f'{peer_macs:,}':>15}"
         )
     if ratios["cpu"]:
         cpu = ratios["cpu"]
@@ -256,6 +331,14 @@ def bench_real(repeat: int) -> list[float]:
             f"(CPU: min {min(cpu):.1f}x, max {max(cpu):.1f}x; "
             f"{sum(r >= 10 for r in cpu)} of {len(cpu)} at 10x or more); "
             f"{statistics.median(ratios['plan']):.1f}x with the memory plan (CPU)"
+        )
+    if ratios["base_cpu"]:
+        cpu = ratios["base_cpu"]
+        print(
+            f"baseline ({baseline and baseline.src}), {len(cpu)} models: "
+            f"{statistics.median(cpu):.1f}x by CPU time, "
+            f"{statistics.median(ratios['base_wall']):.1f}x by wall clock "
+            f"({sum(r >= 10 for r in cpu)} of {len(cpu)} at 10x or more)"
         )
     if ratios["bare"]:
         print(
@@ -309,8 +392,8 @@ print(json.dumps({"s": t1 - t0, "cpu_s": c1 - c0, "rss_bytes": peak_rss()}))
 )
 
 
-def _child(code: str, *args: str) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+def _child(code: str, *args: str, src: Path = REPO / "src") -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
     res = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env
     )
@@ -318,7 +401,7 @@ def _child(code: str, *args: str) -> dict[str, float]:
     return out
 
 
-def bench_synthetic(sizes: list[int], peer_max: int) -> None:
+def bench_synthetic(sizes: list[int], peer_max: int, baseline: Path | None = None) -> None:
     print(
         f"\n{'synthetic':10} {'nodes':>7} {'analyze s':>10} {'(cpu s)':>8} {'+plan s':>8} "
         f"{'(cpu s)':>8} {'RSS MB':>7} {'RSS+plan MB':>11} {'onnx-tool s':>12} {'(cpu s)':>8} "
@@ -330,19 +413,22 @@ def bench_synthetic(sizes: list[int], peer_max: int) -> None:
     for n in sizes:
         path = tmp / f"synthetic_{n}.onnx"
         nodes = synthetic_model(path, max(n // 4, 1))
-        cost = _child(_CHILD, str(path), "cost", str(warm))
-        plan = _child(_CHILD, str(path), "plan", str(warm))
         peer = _child(_PEER_CHILD, str(path)) if nodes <= peer_max else None
-        total = plan["analyze_s"] + plan["plan_s"]
-        total_cpu = plan["analyze_cpu_s"] + plan["plan_cpu_s"]
-        ratio = f"{peer['cpu_s'] / cost['analyze_cpu_s']:.1f}x" if peer else "-"
-        peer_s = f"{peer['s']:.2f}" if peer else "-"
-        peer_cpu = f"{peer['cpu_s']:.2f}" if peer else "-"
-        print(
-            f"{'chain':10} {nodes:>7} {cost['analyze_s']:>10.2f} {cost['analyze_cpu_s']:>8.2f} "
-            f"{total:>8.2f} {total_cpu:>8.2f} {cost['rss_bytes'] / 2**20:>7.0f} "
-            f"{plan['rss_bytes'] / 2**20:>11.0f} {peer_s:>12} {peer_cpu:>8} {ratio:>6}"
-        )
+        trees = {"chain": REPO / "src", **({"baseline": baseline} if baseline else {})}
+        for label, src in trees.items():  # this tree's, then the baseline's, in turn
+            cost = _child(_CHILD, str(path), "cost", str(warm), src=src)
+            plan = _child(_CHILD, str(path), "plan", str(warm), src=src)
+            total = plan["analyze_s"] + plan["plan_s"]
+            total_cpu = plan["analyze_cpu_s"] + plan["plan_cpu_s"]
+            ratio = f"{peer['cpu_s'] / cost['analyze_cpu_s']:.1f}x" if peer else "-"
+            peer_s = f"{peer['s']:.2f}" if peer else "-"
+            peer_cpu = f"{peer['cpu_s']:.2f}" if peer else "-"
+            print(
+                f"{label:10} {nodes:>7} {cost['analyze_s']:>10.2f} "
+                f"{cost['analyze_cpu_s']:>8.2f} {total:>8.2f} {total_cpu:>8.2f} "
+                f"{cost['rss_bytes'] / 2**20:>7.0f} {plan['rss_bytes'] / 2**20:>11.0f} "
+                f"{peer_s:>12} {peer_cpu:>8} {ratio:>6}"
+            )
 
 
 # (module, function, stage) wrapped by --stages; a function a refactor renamed is skipped.
@@ -430,16 +516,19 @@ def main() -> None:
     ap.add_argument("--peer-max-nodes", type=int, default=5000)
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--stages", nargs="*", default=None, help="models: per-stage CPU time")
+    ap.add_argument(
+        "--baseline", type=Path, default=None, help="another tree's src/, timed side by side"
+    )
     args = ap.parse_args()
     if args.stages is not None:
         for model in args.stages:
             bench_stages(Path(model), max(args.repeat, 5))
         return
     if not args.skip_real:
-        bench_real(args.repeat)
+        bench_real(args.repeat, Baseline(args.baseline) if args.baseline else None)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if sizes:
-        bench_synthetic(sizes, args.peer_max_nodes)
+        bench_synthetic(sizes, args.peer_max_nodes, args.baseline)
 
 
 if __name__ == "__main__":
