@@ -32,7 +32,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +47,28 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import forecast_models  # noqa: E402
 from build_fixtures import ensure  # noqa: E402
 from infercast import estimate  # noqa: E402
-from infercast import validate as validate_models  # noqa: E402
-from infercast.estimate.calibrate import calibrate_runtime, calibrated_toml  # noqa: E402
+from infercast.estimate.calibrate import calibrate_from_timings, calibrated_toml  # noqa: E402
 from infercast.estimate.fit import FitResult, Sample, fit_params, predict  # noqa: E402
-from infercast.estimate.validate import metrics  # noqa: E402
-from infercast.report.calibration import to_dict as calibration_dict  # noqa: E402
-from infercast.report.validation import metrics_dict, row_dict  # noqa: E402
+from infercast.estimate.measure import Timing, l2_bytes, measure  # noqa: E402
+from infercast.estimate.microkernels import build, default_specs  # noqa: E402
+from infercast.frontends import load  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
 from infercast.targets.schema import Target  # noqa: E402
 
 OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False},
+    "peak": {"cold": False, "spill": False, "pointwise": False, "free_peak": True},
+    "cold+pw": {"cold": True, "spill": False, "pointwise": True, "free_peak": True},
+    "new": {},
+}
+"""Calibrations fitted side by side on the same measurements: name -> options of
+``calibrate_from_timings``: ``cold`` (fit the micro-kernels' runs timed after the L2 cache
+was flushed, not those timed back to back), ``spill`` (fit the bandwidth beyond the L2
+cache), ``pointwise`` (1x1 convs' own efficiency), ``free_peak`` (let the fit raise the
+detected peak). ``old`` is what calibration did before; ``new`` (no options) is what
+``infercast calibrate`` does now for the runtime."""
 
 
 def _ms(s: float) -> str:
@@ -83,63 +95,123 @@ def host_models(runtime: str) -> list[Path]:
     return fixtures + extra
 
 
-def host(runtime: str, threads: int, cal_budget: float, val_budget: float) -> dict[str, Any]:
+def _timings_file(runtime: str, threads: int) -> Path:
+    return OUT / f"timings-{runtime}-{threads}t.json"
+
+
+def _save_timings(path: Path, cal: list[Timing], val: list[Timing]) -> None:
+    path.write_text(
+        json.dumps(
+            {"calibration": [asdict(t) for t in cal], "validation": [asdict(t) for t in val]}
+        )
+    )
+
+
+def _load_timings(path: Path) -> tuple[list[Timing], list[Timing]]:
+    d = json.loads(path.read_text())
+    return [Timing(**t) for t in d["calibration"]], [Timing(**t) for t in d["validation"]]
+
+
+def _summary(errs: list[float]) -> dict[str, float]:
+    a = np.asarray(errs)
+    return {
+        "n": len(a),
+        "within_10": float(np.mean(np.abs(a) <= 0.10 + 1e-12)),
+        "rmspe": float(np.sqrt(np.mean(a * a))),
+        "median_abs_error": float(np.median(np.abs(a))),
+        "median_signed_error": float(np.median(a)),
+    }
+
+
+def _fmt_summary(m: dict[str, float]) -> str:
+    return (
+        f"within ±10% {m['within_10']:4.0%}, RMSPE {m['rmspe']:5.1%}, "
+        f"median |err| {m['median_abs_error']:5.1%}, median err {m['median_signed_error']:+6.1%}"
+    )
+
+
+def host(
+    runtime: str,
+    threads: int,
+    cal_budget: float,
+    val_budget: float,
+    clocks: list[str],
+    reuse: bool,
+) -> dict[str, Any]:
+    """Measure once (micro-kernels, then the validation models; both clocks per run), then
+    fit and forecast under every cost-model variant and clock on those same measurements."""
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    cal = calibrate_runtime(
-        load_target("host"), runtime, threads=threads, budget_s=cal_budget, progress=None
-    )
-    path = OUT / f"host-{runtime}-{threads}t.toml"
-    path.write_text(cal.toml)
-    f = cal.fit
-    print(
-        f"\n== host, {runtime}, {threads} thread(s): calibrated on {cal.samples} micro-kernels "
-        f"in {cal.elapsed_s:.0f} s (fit RMSPE {f.rmspe:.1%} on them) -> {path}"
-    )
-    print(
-        "   efficiency "
-        + ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.efficiency.items()))
-        + f"; op overhead {f.op_overhead_s * 1e6:.2f} us; call {f.invoke_overhead_s * 1e6:.2f} us;"
-        f" channel multiple {f.channel_multiple}; bandwidth "
-        + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
-    )
-    target = load_target(str(path))
-    uncal = load_target("host")
+    specs = default_specs()
+    paths = build(specs, "onnx" if runtime == "ort" else "tflite")
     models = host_models(runtime)
-    v = validate_models(models, target, threads=threads, budget_s=val_budget)
-    print(
-        f"\n{'model':32s} {'runtime':7s} {'thr':>3s} {'forecast ms':>11s} {'measured ms':>11s}"
-        f" {'error':>7s}   {'uncal. error':>12s}"
-    )
-    rows = []
-    uncal_pairs = []
-    for r in v.rows:
-        u = estimate(r.model, uncal).latency_s
-        uncal_pairs.append((u, r.measured_s))
-        print(
-            f"{Path(r.model).name:32s} {r.runtime:7s} {r.threads:3d} {_ms(r.forecast_s):>11s} "
-            f"{_ms(r.measured_s):>11s} {r.error:+7.1%}   {u / r.measured_s - 1:+12.1%}"
+    saved = _timings_file(runtime, threads)
+    if reuse and saved.is_file():
+        cal_t, val_t = _load_timings(saved)
+        print(f"\n== host, {runtime}, {threads} thread(s): measurements reused from {saved}")
+    else:
+        cal_t = measure(
+            paths, runtime, threads, budget_s=cal_budget, progress=_log, cold_bytes=2 * l2_bytes()
         )
-        rows.append({**row_dict(r), "uncalibrated_forecast_s": u})
-    m = v.metrics
-    mu = metrics(uncal_pairs)
-    print(
-        f"calibrated:   {m.n} models, within ±10%: {m.within_10:.0%}, RMSPE {m.rmspe:.1%}, "
-        f"mean |error| {m.mean_abs_error:.1%}, Spearman ρ {m.spearman_rho:.3f}"
-    )
-    print(
-        f"uncalibrated: {mu.n} models, within ±10%: {mu.within_10:.0%}, RMSPE {mu.rmspe:.1%}, "
-        f"mean |error| {mu.mean_abs_error:.1%}, Spearman ρ {mu.spearman_rho:.3f}"
-    )
+        val_t = measure(models, runtime, threads, budget_s=val_budget, progress=_log)
+        _save_timings(saved, cal_t, val_t)
+        print(f"\n== host, {runtime}, {threads} thread(s): measured in {time.time() - t0:.0f} s")
+    graphs = {str(m): load(m) for m in models}
+    uncal = load_target("host")
+    out: dict[str, Any] = {"runtime": runtime, "threads": threads, "variants": {}}
+    table: dict[str, dict[str, float]] = {}  # model -> column -> error
+    for clock in clocks:
+        for variant, options in VARIANTS.items():
+            col = f"{variant}/{clock}"
+            cal = calibrate_from_timings(
+                load_target("host"),
+                runtime,
+                specs,
+                cal_t,
+                threads=threads,
+                clock=clock,
+                **options,
+            )
+            f = cal.fit
+            path = OUT / f"host-{runtime}-{threads}t-{variant}-{clock}.toml"
+            path.write_text(cal.toml)
+            print(
+                f"  [{col}] fit RMSPE {f.rmspe:.1%} on {cal.samples} micro-kernels; efficiency "
+                + ", ".join(f"{k} {v:.3g}" for k, v in sorted(f.efficiency.items()))
+                + f"; op overhead {f.op_overhead_s * 1e6:.2f} us; call "
+                f"{f.invoke_overhead_s * 1e6:.2f} us; ch x{f.channel_multiple}; "
+                + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
+                + (f"; beyond L2 {f.spill_bandwidth / 1e9:.1f} GB/s" if f.spill_bandwidth else "")
+                + (f"; peak x{f.peak_scale:.2f}" if f.peak_scale != 1 else "")
+            )
+            target = load_target(str(path))
+            errs = []
+            for t in val_t:
+                fc = estimate(graphs[t.path], target, threads=threads).latency_s
+                meas = t.min_of(clock)
+                errs.append(fc / meas - 1)
+                table.setdefault(t.path, {})[col] = fc / meas - 1
+                table[t.path][f"ms/{clock}"] = meas * 1e3
+            out["variants"][col] = {"summary": _summary(errs), "toml": str(path)}
+    cols = list(out["variants"])
+    print(f"\n{'model':30s} {'wall ms':>9s} {'cpu ms':>9s} " + " ".join(f"{c:>12s}" for c in cols))
+    for t in val_t:
+        r = table[t.path]
+        print(
+            f"{Path(t.path).name[:30]:30s} {r.get('ms/wall', float('nan')):9.2f} "
+            f"{r.get('ms/cpu', float('nan')):9.2f} " + " ".join(f"{r[c]:+12.1%}" for c in cols)
+        )
+    unc = [estimate(graphs[t.path], uncal, threads=threads).latency_s / t.min_s - 1 for t in val_t]
+    print(f"  {runtime:6s} {'uncalibrated':14s} {_fmt_summary(_summary(unc))} (wall clock)")
+    for c in cols:
+        print(f"  {runtime:6s} {c:14s} {_fmt_summary(out['variants'][c]['summary'])}")
+    out["rows"] = [
+        {"model": t.path, "wall_min_s": t.min_s, "cpu_min_s": t.cpu_min_s, "runs": t.runs,
+         "errors": {c: table[t.path][c] for c in cols}}
+        for t in val_t
+    ]  # fmt: skip
     print(f"({time.time() - t0:.0f} s)")
-    return {
-        "runtime": runtime,
-        "threads": threads,
-        "calibration": calibration_dict(cal),
-        "rows": rows,
-        "metrics": metrics_dict(m),
-        "uncalibrated_metrics": metrics_dict(mu),
-    }
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -329,11 +401,22 @@ def main() -> None:
     ap.add_argument("--skip-host", action="store_true")
     ap.add_argument("--skip-anchors", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--clocks",
+        nargs="*",
+        default=None,
+        help="wall and/or cpu (CPU time of the calling thread; one thread only). "
+        "Default: both with --threads 1, else wall",
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="refit on the last saved measurements (no timing)"
+    )
     a = ap.parse_args()
+    clocks = a.clocks or (["wall", "cpu"] if a.threads == 1 else ["wall"])
     results: dict[str, Any] = {"host": []}
     if not a.skip_host:
         for rt in a.runtimes:
-            results["host"].append(host(rt, a.threads, a.cal_budget, a.val_budget))
+            results["host"].append(host(rt, a.threads, a.cal_budget, a.val_budget, clocks, a.reuse))
     if not a.skip_anchors:
         anchors()
     if a.json:

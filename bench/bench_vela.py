@@ -46,11 +46,10 @@ from infercast.targets import load_target  # noqa: E402
 
 KEYS = [
     "units.npu.efficiency.conv",
-    "units.npu.efficiency.depthwise_conv",
     "units.npu.efficiency.linalg",
     "units.npu.efficiency.elementwise",
-    "units.npu.efficiency.pool",
     "units.npu.efficiency.movement",
+    "units.npu.efficiency.normalization",
     "units.npu.op_overhead_s",
     "units.npu.broadcast_read_factor",
 ]
@@ -75,6 +74,34 @@ def run_vela(model: Path, target: str) -> tuple[float, dict[str, float]]:
         cycles[r["Name"]] = cycles.get(r["Name"], 0.0) + float(r["Op Cycles"])
     clock = float(row["core_clock"])
     return float(row["inference_time"]), {k: v / clock for k, v in cycles.items()}
+
+
+RATE_OPS = {"DepthwiseConv2D": "depthwise_conv", "AvgPool": "pool", "MaxPool": "pool"}
+"""Vela operators whose rate is read from Vela's own per-layer output, not fitted: its NPU
+cycles per MAC (``--verbose-performance`` CSV, columns ``MAC Count`` and ``NPU``)."""
+
+
+def vela_rates(models: list[Path], target: str) -> dict[str, float]:
+    """The NPU's efficiency for depthwise convolutions and pooling from Vela's per-layer
+    MAC counts and NPU cycles on ``models``: MACs per cycle over the MAC array's width
+    (depthwise counts 2 ops per MAC, pooling one per window element, as infercast does).
+    Vela's MEAN lowering (depthwise ops named ``Mean_intermediate``) is left out."""
+    tgt = load_target(target)
+    macs_per_cycle = float(tgt.units["npu"].macs_per_cycle or 1)
+    sums: dict[str, list[float]] = {}
+    for model in models:
+        run_vela(model, target)
+        out = cache_root().parent / "vela" / target / model.stem
+        for r in csv.DictReader((out / f"{model.stem}_per-layer.csv").open()):
+            cls = RATE_OPS.get(r["NNG Operator"])
+            if cls is None or "Mean_intermediate" in r["Name"]:
+                continue
+            acc = sums.setdefault(cls, [0.0, 0.0])
+            acc[0] += float(r["MAC Count"])
+            acc[1] += float(r["NPU"])
+    ops_per_mac = {"depthwise_conv": 1.0, "pool": 2.0}
+    return {f"units.npu.efficiency.{c}": m / n / macs_per_cycle / ops_per_mac[c]
+            for c, (m, n) in sums.items() if n > 0}  # fmt: skip
 
 
 def npu_sample(model: Path, target: str, vela_s: float) -> Sample:
@@ -122,9 +149,11 @@ def bandwidth_bounds(target: str) -> dict[str, tuple[float, float]]:
     return {f"memories.{m}.bandwidth_bytes_per_s": (1e6, bw) for m, bw in nominal(target).items()}
 
 
-def vela_fit(samples: list[Sample], target: str) -> Any:
+def vela_fit(samples: list[Sample], target: str, rates: dict[str, float]) -> Any:
+    """The fit of ``vela_keys`` with the ``rates`` read from Vela's per-layer cycles held."""
     keys = vela_keys(target)
-    return fit_values(samples, vela_base(target), keys, extra_starts=starts(keys),
+    base = vela_base(target).with_values(rates)
+    return fit_values(samples, base, keys, extra_starts=starts(keys),
                       bounds=bandwidth_bounds(target))  # fmt: skip
 
 
@@ -148,9 +177,11 @@ def main() -> int:
         print(f"  {'architecture':26s} {'Vela':>9s} {'file':>9s} {'ratio':>6s} "
               f"{'LOO fit':>9s} {'ratio':>6s}")  # fmt: skip
         rows = []
+        models = [paths[(n, "int8")] for n in VELA_SET]
         for i, s in enumerate(samples):
             others = samples[:i] + samples[i + 1 :]
-            loo = predict(s, vela_fit(others, target).params)
+            rates = vela_rates(models[:i] + models[i + 1 :], target)
+            loo = predict(s, vela_fit(others, target, rates).params)
             as_file = predict(s, stated)
             rows.append({"architecture": s.name, "vela_s": s.measured_s, "file_s": as_file,
                          "loo_s": loo})  # fmt: skip
@@ -166,8 +197,11 @@ def main() -> int:
               f"{med:.0%}")  # fmt: skip
         report[target] = {"rows": rows, "within_loo": within, "within_file": within_file}
         if args.fit:
-            f = vela_fit(samples, target)
+            rates = vela_rates(models, target)
+            f = vela_fit(samples, target, rates)
             print("  fit on every architecture (for the target file):")
+            for k, v in rates.items():
+                print(f"    {k} = {v:.4g}  (Vela's per-layer MACs per NPU cycle)")
             bws = nominal(target)
             for k, v in f.values.items():
                 if k.startswith("memories."):

@@ -106,10 +106,10 @@ def test_graph_compile_time_only_when_the_accelerator_runs_something(keras_dir: 
     from infercast.targets import load_target
 
     tgt = load_target("imx8mp-npu-vx")
-    assert tgt.graph_compile_s > 0
+    assert tgt.graph_compile_s_per_weight_byte > 0
     on_npu = infercast.estimate(keras_dir / "mobilenet_v2_int8.tflite", tgt)
     assert on_npu.placement.counts()["accelerator"] > 0
-    assert on_npu.one_time_s == tgt.graph_compile_s
+    assert on_npu.one_time_s > 0
     on_cpu = infercast.estimate(keras_dir / "mobilenet_v2_fp32.onnx", tgt)
     assert on_cpu.placement.counts()["accelerator"] == 0
     assert on_cpu.one_time_s == 0.0

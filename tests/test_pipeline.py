@@ -128,7 +128,7 @@ def test_each_stage_runs_once_per_command(
 # ir and ops sit below the frontends (a frontend builds ir and asks ops for shape rules);
 # errors, the version and the worker isolation of untrusted model content at the bottom.
 LAYERS = [
-    {"errors", "_version", "isolation", "_gc", "_records"},
+    {"errors", "_version", "isolation", "_gc", "_records", "files"},
     {"ir"},
     {"ops"},
     {"frontends"},

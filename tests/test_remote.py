@@ -10,8 +10,10 @@ here is a load-robust ratio (0.5-2); the 5% figure is measured by
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +35,8 @@ from sshd_board import SshBoard, ssh_board
 
 FAST = TimingConfig(warmup_runs=2, warmup_time_s=0.0, min_runs=10, min_time_s=0.3)
 BENCH = Path(__file__).resolve().parents[1] / "src" / "infercast" / "bench"
+A_MINUTE = ("--min-time", "60", "--max-time", "60")
+"""Timing options of a run that lasts a minute: one that is still going when it is stopped."""
 
 
 @pytest.fixture(scope="module")
@@ -340,6 +344,56 @@ def test_failures_are_one_line(
     _clean(board)
 
 
+CONNECT_S = 3.0
+"""--connect-timeout of the unreachable-board tests (the default is 15 s)."""
+START_SLACK_S = 7.0
+"""What the ssh client's own start may add on a loaded machine: the bound stays under the
+15 s default, so a timeout that did not reach ssh fails the test."""
+
+
+@pytest.mark.parametrize("where", ["closed port", "unresolvable name", "silent port"])
+def test_unreachable_board_fails_within_the_connect_timeout(
+    board: SshBoard, edge_dir: Path, where: str
+) -> None:
+    """Issue 15: a board that cannot be reached is one line, exit 2, within the connect
+    timeout: a loopback port nothing listens on (refused at once), a name in the reserved
+    ``.invalid`` domain (RFC 6761: never resolves), and a loopback port that takes the TCP
+    connection but never says the SSH banner (the kernel completes the handshake of a
+    listening socket nobody accepts on), which only ``ConnectTimeout`` ends."""
+    from sshd_board import _free_port
+
+    model = edge_dir / "convs_5x5_7x7.tflite"
+    with contextlib.ExitStack() as stack:
+        if where == "closed port":
+            address, words = f"127.0.0.1:{_free_port()}", "connection refused"
+        elif where == "unresolvable name":
+            address, words = "nobody@no-such-board.invalid", "Could not resolve hostname"
+        else:
+            silent = stack.enter_context(socket.socket())
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(4)
+            address = f"127.0.0.1:{silent.getsockname()[1]}"
+            words = f"no answer within {CONNECT_S:g} s"
+        specs = plan_remote_runs(model, "litert", [1], timing=FAST)
+        t0 = time.monotonic()
+        with pytest.raises(RemoteError) as err:
+            bench_remote(specs, parse_address(address), connect_timeout_s=CONNECT_S)
+        elapsed_s = time.monotonic() - t0
+        assert elapsed_s < CONNECT_S + START_SLACK_S, elapsed_s
+        if where == "silent port":
+            assert elapsed_s >= CONNECT_S - 0.5, elapsed_s  # it did wait for the banner
+        assert f"cannot reach {address}" in str(err.value) and words in str(err.value)
+        # The CLI: exactly that one line on stderr, nothing on stdout, exit 2.
+        r = _cli(
+            board, "bench", str(model), "--remote", address,
+            "--connect-timeout", f"{CONNECT_S:g}", "-f", "json",
+        )  # fmt: skip
+        assert r.returncode == 2, r.stderr
+        line = _one_line(r)
+        assert f"cannot reach {address}" in line and words in line, line
+        assert r.stdout == ""
+
+
 def test_models_the_board_runtime_refuses(board: SshBoard, edge_dir: Path, tmp_path: Path) -> None:
     from test_bench import _custom_op_tflite
 
@@ -363,19 +417,7 @@ def test_timeout_kills_the_run_on_the_board(board: SshBoard, edge_dir: Path) -> 
     model = edge_dir / "convs_5x5_7x7.tflite"
     t0 = time.monotonic()
     r = _cli(
-        board,
-        "bench",
-        str(model),
-        "--remote",
-        "loop",
-        "--min-time",
-        "60",
-        "--max-time",
-        "60",
-        "--timeout",
-        "3",
-        "-f",
-        "json",
+        board, "bench", str(model), "--remote", "loop", *A_MINUTE, "--timeout", "3", "-f", "json"
     )
     assert r.returncode == 3 and time.monotonic() - t0 < 60
     assert "timeout" in _one_line(r)
@@ -400,19 +442,7 @@ def test_runner_killed_mid_run(board: SshBoard, edge_dir: Path) -> None:
     box: dict[str, subprocess.CompletedProcess[str]] = {}
 
     def go() -> None:
-        box["r"] = _cli(
-            board,
-            "bench",
-            str(model),
-            "--remote",
-            "loop",
-            "--min-time",
-            "60",
-            "--max-time",
-            "60",
-            "-f",
-            "json",
-        )
+        box["r"] = _cli(board, "bench", str(model), "--remote", "loop", *A_MINUTE, "-f", "json")
 
     t = threading.Thread(target=go)
     t.start()
@@ -440,10 +470,7 @@ def test_host_going_away_cleans_the_board(board: SshBoard, edge_dir: Path) -> No
             str(model),
             "--remote",
             "loop",
-            "--min-time",
-            "60",
-            "--max-time",
-            "60",
+            *A_MINUTE,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -145,6 +145,12 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         (LIM, "maxpool_257x1"),
         "257 high",
     ),
+    "kernel_size_max": (
+        {"size": 15},
+        (MV2, 0),
+        (LIM, "maxpool_257x1"),
+        "257 high: over the 4-bit kernel size fields of the VeriSilicon NN core",
+    ),
     "pool_kernel_limits": (
         {"same_max": 8, "valid_height": 256, "valid_area": 65536},
         (MIX, "avgpool2x2_valid"),

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -85,6 +84,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from infercast.files import file_lock, write_atomic
 
 # Bump whenever the content of any group changes: caches of older versions are
 # then simply ignored (they live in a sibling ``v<N>`` directory).
@@ -241,32 +242,8 @@ def sha256_file(path: Path) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to ``path`` via a temporary file + ``os.replace`` (atomic on POSIX)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock (fcntl.flock) held for the ``with`` body."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    """Write JSON to ``path`` whole or not at all (:func:`infercast.files.write_atomic`)."""
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n")
 
 
 def parse_estimates(text: str) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from infercast.estimate.forecast import Forecast, Params
 from infercast.estimate.forecast import estimate as forecast
 from infercast.estimate.validate import Validation
 from infercast.estimate.validate import validate as run_validation
+from infercast.files import write_atomic
 from infercast.frontends import load as load_file
 from infercast.ir.graph import Graph, Shape
 from infercast.report import analysis as analysis_report
@@ -616,7 +617,7 @@ def html_report(
         )
     )
     if output is not None:
-        _write_atomic(Path(output), text)
+        write_atomic(Path(output), text)
     return text
 
 
@@ -636,23 +637,6 @@ def _whatif_doc(whatif: Any) -> Mapping[str, Any]:
             raise InfercastError(f"{where}: not a JSON what-if result ({exc})") from None
         return whatif_document(raw, where)
     return whatif_document(whatif)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    import tempfile
-
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 __all__ = [

@@ -139,25 +139,16 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def run_isolated(
-    spec: RunSpec,
-    timeout_s: float,
-    on_progress: Callable[[str, float], None] | None = None,
-) -> RunResult:
-    """Run ``spec`` in a worker process; every way it can end becomes a :class:`RunResult`."""
-    if spec.timeout_s is not None:
-        timeout_s = spec.timeout_s
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "infercast.bench.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=_worker_env(),
-    )
-    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    tail: deque[str] = deque(maxlen=40)
+Events = queue.Queue[dict[str, Any] | None]
+"""A worker's JSON messages, then None when its stdout closes."""
+
+
+def read_worker_output(
+    proc: subprocess.Popen[bytes], events: Events, tail: deque[str]
+) -> tuple[threading.Thread, threading.Thread]:
+    """Start two daemon threads draining a worker's pipes: every JSON object line of its
+    stdout into ``events`` (None at the end; other lines are dropped), its non-empty
+    stderr lines into ``tail``. Used for local workers and for the SSH session to a board."""
 
     def read_stdout() -> None:
         assert proc.stdout is not None
@@ -177,10 +168,35 @@ def run_isolated(
             if line:
                 tail.append(line)
 
-    t_out = threading.Thread(target=read_stdout, daemon=True)
-    t_err = threading.Thread(target=read_stderr, daemon=True)
-    t_out.start()
-    t_err.start()
+    readers = (
+        threading.Thread(target=read_stdout, daemon=True),
+        threading.Thread(target=read_stderr, daemon=True),
+    )
+    for t in readers:
+        t.start()
+    return readers
+
+
+def run_isolated(
+    spec: RunSpec,
+    timeout_s: float,
+    on_progress: Callable[[str, float], None] | None = None,
+) -> RunResult:
+    """Run ``spec`` in a worker process; every way it can end becomes a :class:`RunResult`."""
+    if spec.timeout_s is not None:
+        timeout_s = spec.timeout_s
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "infercast.bench.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=_worker_env(),
+    )
+    events: Events = queue.Queue()
+    tail: deque[str] = deque(maxlen=40)
+    t_out, t_err = read_worker_output(proc, events, tail)
     assert proc.stdin is not None
     try:
         proc.stdin.write(spec.to_json().encode())

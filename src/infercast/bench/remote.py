@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infercast.bench import BenchReport, assemble, model_format
-from infercast.bench.harness import RunResult, RunSpec, _from_message
+from infercast.bench.harness import Events, RunResult, RunSpec, _from_message, read_worker_output
 from infercast.bench.remote_boards import Board, RemoteError
 from infercast.errors import InfercastError
 
@@ -328,9 +328,6 @@ def _result(spec: RunSpec, msg: dict[str, Any]) -> RunResult:
     return res
 
 
-Events = queue.Queue[dict[str, Any] | None]
-
-
 def _collect(
     events: Events,
     deadline: float,
@@ -425,27 +422,9 @@ def run_remote(
             pass
         sent.set()  # stdin stays open: its end tells the board the host has gone
 
-    def read_out() -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            try:
-                msg = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(msg, dict):
-                events.put(msg)
-        events.put(None)
-
-    def read_err() -> None:
-        assert proc.stderr is not None
-        for raw in proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                tail.append(line)
-
-    threads = [threading.Thread(target=f, daemon=True) for f in (write, read_out, read_err)]
-    for t in threads:
-        t.start()
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    threads = [writer, *read_worker_output(proc, events, tail)]
     start = time.monotonic()
     # Before the board says hello: connecting and sending, at >= 100 kB/s plus a minute.
     deadline = start + connect_timeout_s + total_bytes / 100e3 + 60.0

@@ -10,10 +10,10 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    Output,
     SortOpt,
     TargetOpt,
     TopNOpt,
+    load_on_target,
     table_options,
 )
 
@@ -35,18 +35,15 @@ def advise(
     Every gain (seconds per inference, bytes) comes from running the matching what-if
     through the same stages as the model. Exit status: 0; 2 on bad input.
     """
-    from infercast.frontends import load, parse_input_shapes
     from infercast.report import whatif as rep
-    from infercast.targets import load_target
     from infercast.whatif.advise import advise as run
 
     opts = table_options(columns, sort, top)
-    tgt = load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    result = run(load(model, parse_input_shapes(input_shape or [])), tgt)
-    if fmt is Format.json:
-        out.json(rep.advice_dict(result))
-    elif fmt is Format.csv:
-        out.text(rep.advice_csv(result))
-    else:
-        out.rich(rep.render_advice(result, opts))
+    graph, tgt, out = load_on_target(model, input_shape, target, output)
+    result = run(graph, tgt)
+    out.result(
+        fmt,
+        lambda: rep.advice_dict(result),
+        lambda: rep.render_advice(result, opts),
+        lambda: rep.advice_csv(result),
+    )

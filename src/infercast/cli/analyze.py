@@ -108,12 +108,7 @@ def analyze(
 def _render_plan(memory: MemoryPlan, fmt: Format, out: Output) -> None:
     from infercast.report import memory as rep
 
-    if fmt is Format.json:
-        out.json(memory.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.plan_csv(memory))
-    else:
-        out.rich(rep.render_plan(memory))
+    out.result(fmt, memory.to_dict, lambda: rep.render_plan(memory), lambda: rep.plan_csv(memory))
 
 
 def _render(

@@ -7,7 +7,7 @@ out (the others completed and are reported); 2 bad input.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -227,30 +227,28 @@ def bench(
     )
     bar = BenchProgress(0)
     try:
+        # What a run here and a run on a board take alike.
+        run_options: dict[str, Any] = {
+            "input_shapes": parse_input_shapes(input_shape or []),
+            "target": tgt,
+            "peak_gmacs": peak_gmacs,
+            "timeout_s": timeout,
+            "on_start": bar.start,
+            "on_progress": bar.update,
+            "input_files": files,
+            "seed": seed,
+            "timing": timing,
+            "profile": profile,
+            "profile_runs": profile_runs,
+            "raw_profile_dir": str(save_profile) if save_profile else None,
+            "keep_samples": False,
+        }
         if remote is None:
             if delegate or delegate_option or remote_python:
                 raise InfercastError(
                     "--delegate, --delegate-option and --remote-python need --remote"
                 )
-            result = api.bench(
-                model,
-                names,
-                thread_counts(threads),
-                sweeps,
-                input_shapes=parse_input_shapes(input_shape or []),
-                target=tgt,
-                peak_gmacs=peak_gmacs,
-                timeout_s=timeout,
-                on_start=bar.start,
-                on_progress=bar.update,
-                input_files=files,
-                seed=seed,
-                timing=timing,
-                profile=profile,
-                profile_runs=profile_runs,
-                raw_profile_dir=str(save_profile) if save_profile else None,
-                keep_samples=False,
-            )
+            result = api.bench(model, names, thread_counts(threads), sweeps, **run_options)
         else:
             result = api.bench_remote(
                 model,
@@ -258,36 +256,23 @@ def bench(
                 names,
                 thread_counts(threads) if threads else None,
                 sweeps,
-                input_shapes=parse_input_shapes(input_shape or []),
-                target=tgt,
-                peak_gmacs=peak_gmacs,
-                timeout_s=timeout,
                 connect_timeout_s=connect_timeout,
                 remote_python=remote_python,
                 delegate=delegate,
                 delegate_options=delegate_option or [],
-                on_start=bar.start,
-                on_progress=bar.update,
-                input_files=files,
-                seed=seed,
-                timing=timing,
-                profile=profile,
-                profile_runs=profile_runs,
-                raw_profile_dir=str(save_profile) if save_profile else None,
-                keep_samples=False,
+                **run_options,
             )
     finally:
         bar.close()
-    if fmt is Format.json:
-        out.json(result.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(result))
-    else:
+
+    def table() -> object:
         labels = None
         if result.joins:
             labels = main_labels(api.load(model, parse_input_shapes(input_shape or [])))
         opts = table_options(columns, sort, None)
-        out.rich(rep.render_group(result, top=top, opts=opts, by_op=by is not None, labels=labels))
+        return rep.render_group(result, top=top, opts=opts, by_op=by is not None, labels=labels)
+
+    out.result(fmt, result.to_dict, table, lambda: rep.to_csv(result))
     if result.failed:
         if remote is not None:
             from infercast.bench.remote_cli import failure_lines

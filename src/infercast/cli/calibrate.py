@@ -81,7 +81,8 @@ def calibrate(
 
     Measure a generated set of micro-kernels on this machine (--runtime ort|litert),
     fit per-op profiles from a board (--from PROFILE --model MODEL; a VeriSilicon NPU
-    driver log, CNN_PERF=1 VIV_VX_DEBUG_LEVEL=1, counts as the model's NPU time), or fit
+    driver log, CNN_PERF=1 VIV_VX_DEBUG_LEVEL=1 per-layer times or VIV_VX_PROFILE=1
+    per-operation cycle counters, counts as the model's NPU time), or fit
     whole-model latencies timed on a board (--from-latencies FILE.csv). The file extends
     TARGET with plain fitted numbers; use it as --target FILE.
     """

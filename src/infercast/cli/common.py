@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infercast.errors import InfercastError
+from infercast.files import write_atomic
+
+if TYPE_CHECKING:
+    from infercast.ir.graph import Graph
+    from infercast.targets import Target
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -121,6 +124,22 @@ class Output:
             text = buf.export_text(styles=tty)
         self.text("\n".join(line.rstrip() for line in text.splitlines()))
 
+    def result(
+        self,
+        fmt: StrEnum,
+        doc: Callable[[], object],
+        table: Callable[[], object],
+        csv: Callable[[], str] | None = None,
+    ) -> None:
+        """A command's result in ``fmt``: ``doc()`` as JSON, ``csv()`` as CSV, else ``table()``
+        (a rich renderable). Only the one asked for is built."""
+        if fmt == "json":
+            self.json(doc())
+        elif fmt == "csv" and csv is not None:
+            self.text(csv())
+        else:
+            self.rich(table())
+
 
 UNBOUNDED = 100_000
 """Width of a console with no limit: piped output and files keep every column, one line a row."""
@@ -165,35 +184,6 @@ def _refuse_unsafe(path: Path, inputs: list[Path]) -> None:
         raise InfercastError(
             f"-o {path} is not a regular file", "give the path of a file to create or replace"
         )
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a temporary file in the same directory."""
-    real = Path(os.path.realpath(path))
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    except OSError as exc:
-        raise InfercastError(f"cannot write {path}: {exc.strerror}") from exc
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-        tmp = None
-    except OSError as exc:
-        raise InfercastError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def progress(msg: str) -> None:
@@ -252,3 +242,17 @@ def main_labels(graph: Any) -> dict[int, str]:
     from infercast.report.names import graph_labels
 
     return {i: lbl for (sub, i), lbl in graph_labels(graph).items() if sub == graph.name}
+
+
+def load_on_target(
+    model: Path, input_shape: list[str] | None, target: str, output: Path | None
+) -> tuple[Graph, Target, Output]:
+    """What a command on a model and a target reads, in the order errors are said: the
+    target (``-t``), the ``-o`` file (never one of the inputs: the model, the target file
+    and the files it extends), then the model with its ``--input-shape`` fixes."""
+    import infercast.api as api
+    from infercast.frontends import parse_input_shapes
+
+    tgt = api.load_target(target)
+    out = Output(output, [model, tgt.path, *tgt.chain])
+    return api.load(model, parse_input_shapes(input_shape or [])), tgt, out

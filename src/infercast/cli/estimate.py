@@ -15,11 +15,11 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    Output,
     SortOpt,
     TargetOpt,
     TopNOpt,
     exit_if_incomplete,
+    load_on_target,
     table_options,
 )
 
@@ -50,21 +50,18 @@ def estimate(
     Exit status 4 when some layer's cost is unknown (the output says how many).
     """
     import infercast.api as api
-    from infercast.frontends import parse_input_shapes
     from infercast.report import estimate as rep
     from infercast.report.analysis import incomplete_message
 
     opts = table_options(columns, sort, top)
-    tgt = api.load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    graph = api.load(model, parse_input_shapes(input_shape or []))
+    graph, tgt, out = load_on_target(model, input_shape, target, output)
     fc = api.estimate(graph, tgt, fuse=not no_fuse, threads=threads)
-    if fmt is Format.json:
-        out.json(fc.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(fc))
-    else:
-        out.rich(rep.render_table(fc, opts, by_op=by is not None))
+    out.result(
+        fmt,
+        fc.to_dict,
+        lambda: rep.render_table(fc, opts, by_op=by is not None),
+        lambda: rep.to_csv(fc),
+    )
     if not fc.complete:
         message = incomplete_message(fc.analysis) if fc.analysis is not None else None
         exit_if_incomplete(message or rep.incomplete(fc))

@@ -86,11 +86,8 @@ def profile_import(
         peak_gmacs=peak_gmacs,
         threads=threads,
     )
-    if fmt is Format.json:
-        out.json(joined.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.joined_to_csv(joined))
-    else:
+
+    def table() -> object:
         from rich.console import Group
 
         title = f"{file.name} on {model.name}"
@@ -98,4 +95,6 @@ def profile_import(
         parts = rep.render_join(
             joined, title=title, top=top, opts=opts, by_op=by is not None, labels=labels
         )
-        out.rich(Group(*parts))
+        return Group(*parts)
+
+    out.result(fmt, joined.to_dict, table, lambda: rep.joined_to_csv(joined))

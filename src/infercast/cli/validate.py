@@ -80,12 +80,7 @@ def validate(
     tgt = api.load_target(target)
     out = Output(output, [*models, tgt.path, *tgt.chain])
     v = api.validate(models, tgt, threads=threads, budget_s=budget)
-    if fmt is Format.json:
-        out.json(v.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(v))
-    else:
-        out.rich(rep.render_table(v))
+    out.result(fmt, v.to_dict, lambda: rep.render_table(v), lambda: rep.to_csv(v))
 
 
 def _published(
@@ -111,9 +106,4 @@ def _published(
     if threads is not None:
         rows = [r for r in rows if r.threads == threads]
     check = check_published(names, build=build, rows=rows)
-    if fmt is Format.json:
-        out.json(check.to_dict())
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(check))
-    else:
-        out.rich(rep.render_table(check))
+    out.result(fmt, check.to_dict, lambda: rep.render_table(check), lambda: rep.to_csv(check))

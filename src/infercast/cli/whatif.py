@@ -17,10 +17,10 @@ from infercast.cli.common import (
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    Output,
     SortOpt,
     TargetOpt,
     TopNOpt,
+    load_on_target,
     progress,
     table_options,
 )
@@ -136,26 +136,22 @@ def whatif(
     forecast, exactly as a file is. Exit status: 0; 3 with --fit when nothing fits;
     2 on bad input.
     """
-    from infercast.frontends import load, parse_input_shapes
     from infercast.report import whatif as rep
-    from infercast.targets import load_target
 
     opts = table_options(columns, sort, top)
     options = variant_options(
         resolution, width, dtype, quant, replace, keep, divisor, threads, fit, budget_ms, jobs
     )
-    tgt = load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    graph = load(model, parse_input_shapes(input_shape or []))
+    graph, tgt, out = load_on_target(model, input_shape, target, output)
     result = run_variants(graph, tgt, options)
     if export is not None:
         _export(graph, result, export)
-    if fmt is Format.json:
-        out.json(rep.to_dict(result))
-    elif fmt is Format.csv:
-        out.text(rep.to_csv(result))
-    else:
-        out.rich(rep.render_table(result, opts))
+    out.result(
+        fmt,
+        lambda: rep.to_dict(result),
+        lambda: rep.render_table(result, opts),
+        lambda: rep.to_csv(result),
+    )
     if fit and (result.fit is None or result.fit.best is None):
         raise SystemExit(EXIT_NOT_OK)
 

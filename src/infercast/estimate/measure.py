@@ -8,6 +8,28 @@ runs: on a shared machine interference only ever adds time, so the minimum
 is the steady-state cost the forecast models (nn-Meter and LitePred also
 report a low statistic of repeated runs). The median is kept beside it.
 
+Two clocks per run: wall time (``time.perf_counter``) and, for single-thread
+runs, the CPU time of the calling thread (``time.thread_time``,
+``CLOCK_THREAD_CPUTIME_ID``): with one thread, LiteRT's ``invoke()`` and ONNX
+Runtime's ``run()`` compute on the calling thread, so its CPU time is the
+inference's cost without the time other processes held the core (on a machine
+shared by several users the wall-clock minimum is still inflated; the CPU-time
+minimum far less). With several threads the work is on pool threads and only
+the wall clock is meaningful (``cpu_*`` are None).
+
+**Cold runs** (``cold_bytes``): a model run over and over keeps everything it
+touches in the core's L2 cache, which no layer of a whole model enjoys -- by the
+time a layer runs again, the rest of the model has evicted its weights (a
+MobileNetV2 has 14 MB of fp32 weights; this host's L2 is 2 MB). Measured here
+(LiteRT 1.x + XNNPACK, one thread, CPU time): MobileNetV2's 66 operators cut
+into single-op models sum to 4.4 ms when each is timed warm, 5.9 ms when an
+8 MB buffer is written before each run, against 6.2-6.4 ms for the whole model;
+ResNet50 (102 MB of weights): warm sum 58.8 ms, whole 76.7 ms. So with
+``cold_bytes`` > 0 each round times every model twice: once right after writing
+a scratch buffer of that many bytes (``cold_*``: its L2 holds nothing of the
+model, as a layer inside a whole model finds it), once right after (warm, the
+other fields). The buffer write is outside the timed window.
+
 The runtimes are the bench harness's adapters (:mod:`infercast.bench.runtimes`);
 this module only schedules the runs.
 """
@@ -24,6 +46,7 @@ import numpy as np
 from infercast.errors import InfercastError
 
 RUNTIMES = ("ort", "litert")
+CLOCKS = ("wall", "cpu")
 
 
 @dataclass(frozen=True)
@@ -32,6 +55,76 @@ class Timing:
     min_s: float
     median_s: float
     runs: int
+    cpu_min_s: float | None = None
+    """Minimum CPU time of the calling thread per run (single-thread runs only)."""
+    cpu_median_s: float | None = None
+    cold_min_s: float | None = None
+    """Minimum wall time of runs after the cache was flushed (``measure(cold_bytes=...)``)."""
+    cold_cpu_min_s: float | None = None
+
+    def min_of(self, clock: str, cold: bool = False) -> float:
+        """The minimum by ``clock`` (``wall`` or ``cpu``; ``cpu`` needs a one-thread run), of
+        the cold runs when ``cold`` (those need ``measure(cold_bytes=...)``)."""
+        v = {
+            ("wall", False): self.min_s,
+            ("cpu", False): self.cpu_min_s,
+            ("wall", True): self.cold_min_s,
+            ("cpu", True): self.cold_cpu_min_s,
+        }.get((clock, cold))
+        if v is None:
+            raise InfercastError(
+                f"no {clock}{' cold' if cold else ''} time for {self.path}",
+                "CPU time is measured for single-thread runs only, cold runs with cold_bytes",
+            )
+        return v
+
+
+def cold_floor_s(timings: Sequence[Timing], clock: str) -> float:
+    """The cold-run cost that is no data: the smallest ``cold - warm`` difference of a set.
+
+    A flushed cache also evicts the runtime's code and per-call structures, which a layer
+    inside a whole model finds warm (the same kernels run for every layer); a kernel that
+    touches almost no data (a 10-way softmax, a 128x10 FC) pays only that: ~2 us per call
+    here (LiteRT + XNNPACK, one thread), where the largest micro-kernels pay 100-440 us for
+    their data. Calibration subtracts this floor from every cold run."""
+    diffs = [t.min_of(clock, True) - t.min_of(clock) for t in timings]
+    return max(min(diffs), 0.0) if diffs else 0.0
+
+
+def cold_times(timings: Sequence[Timing], clock: str) -> list[float]:
+    """Each timing's cold minimum less the set's :func:`cold_floor_s`."""
+    floor = cold_floor_s(timings, clock)
+    return [t.min_of(clock, True) - floor for t in timings]
+
+
+def l2_bytes(default: int = 2 << 20) -> int:
+    """Size of the first CPU's level-2 cache (Linux sysfs), else ``default``."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for d in sorted(base.glob("index*")):
+            if (d / "level").read_text().strip() == "2":
+                return parse_cache_size((d / "size").read_text())
+    except (OSError, ValueError):
+        pass
+    return default
+
+
+def parse_cache_size(text: str) -> int:
+    """Bytes of a sysfs cache size (``2048K``, ``4M``, ``512``)."""
+    t = text.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(t.rstrip("KMG")) * mult
+
+
+def check_clock(clock: str, threads: int) -> None:
+    """A usable clock for ``threads`` (CPU time of one thread needs a one-thread run)."""
+    if clock not in CLOCKS:
+        raise InfercastError(f"unknown clock '{clock}'", f"use one of {', '.join(CLOCKS)}")
+    if clock == "cpu" and threads != 1:
+        raise InfercastError(
+            f"the cpu clock times one thread; {threads} threads need the wall clock",
+            "use --threads 1, or the wall clock",
+        )
 
 
 Runner = Callable[[], object]
@@ -75,8 +168,10 @@ def measure(
     warmup: int = 3,
     min_runs: int = 5,
     progress: Callable[[str], None] | None = None,
+    cold_bytes: int = 0,
 ) -> list[Timing]:
-    """Time each model (steady state, min and median seconds) within about ``budget_s``."""
+    """Time each model (steady state, min and median seconds) within about ``budget_s``;
+    with ``cold_bytes``, cold runs beside warm ones (see the module docstring)."""
     if threads < 1:
         raise InfercastError(f"--threads must be at least 1, not {threads}")
     open_fn = opener(runtime)
@@ -91,8 +186,15 @@ def measure(
         first_cost.append((time.perf_counter() - t0) / max(warmup, 1))
         runners.append(r)
     times: list[list[float]] = [[] for _ in paths]
+    cpu: list[list[float]] = [[] for _ in paths]
+    cold: list[list[float]] = [[] for _ in paths]
+    cold_cpu: list[list[float]] = [[] for _ in paths]
+    scratch = np.zeros(max(cold_bytes, 0) // 8)
+    tclock = time.thread_time
     spent = time.perf_counter() - t_start
     left = max(budget_s - spent, 0.0)
+    if cold_bytes > 0:  # a cold run, its buffer write (~5 GB/s) and a warm run
+        first_cost = [2 * c + cold_bytes / 5e9 for c in first_cost]
     # Runs per model per round: about 20 ms of work per model and round.
     per_round = [max(1, min(20, int(0.02 / max(c, 1e-6)))) for c in first_cost]
     round_cost = sum(n * c for n, c in zip(per_round, first_cost, strict=True))
@@ -102,14 +204,35 @@ def measure(
     for rnd in range(rounds):
         for i, r in enumerate(runners):
             for _ in range(per_round[i]):
+                if cold_bytes > 0:
+                    scratch += 1.0  # writes every line of the buffer: evicts the model
+                    c0 = tclock()
+                    t0 = time.perf_counter()
+                    r()
+                    t1 = time.perf_counter()
+                    cold_cpu[i].append(tclock() - c0)
+                    cold[i].append(t1 - t0)
+                c0 = tclock()
                 t0 = time.perf_counter()
                 r()
-                times[i].append(time.perf_counter() - t0)
+                t1 = time.perf_counter()
+                cpu[i].append(tclock() - c0)
+                times[i].append(t1 - t0)
         if progress is not None and rnd % 5 == 0:
             progress(f"round {rnd + 1}/{rounds}")
         if rnd + 1 >= min_runs and time.perf_counter() > deadline:
             break
+    single = threads == 1
     return [
-        Timing(str(p), float(np.min(ts)), float(np.median(ts)), len(ts))
-        for p, ts in zip(paths, times, strict=True)
+        Timing(
+            str(p),
+            float(np.min(ts)),
+            float(np.median(ts)),
+            len(ts),
+            float(np.min(cs)) if single else None,
+            float(np.median(cs)) if single else None,
+            float(np.min(cw)) if cw else None,
+            float(np.min(cc)) if cc and single else None,
+        )
+        for p, ts, cs, cw, cc in zip(paths, times, cpu, cold, cold_cpu, strict=True)
     ]

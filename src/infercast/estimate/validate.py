@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from infercast.estimate.forecast import estimate
-from infercast.estimate.measure import measure
+from infercast.estimate.measure import check_clock, measure
 from infercast.ir.graph import Graph
 from infercast.targets.schema import Target
 
@@ -106,14 +106,18 @@ def validate(
     threads: int | None = None,
     budget_s: float = 60.0,
     progress: Callable[[str], None] | None = None,
+    clock: str = "wall",
 ) -> Validation:
     """Forecast each model on ``target`` and measure it on this machine.
 
     ``models`` are (file, its loaded graph) pairs: the file is what the runtime
     runs. ONNX models run with ONNX Runtime, TFLite models with LiteRT, each
-    with ``threads`` (default: the calibration's thread count, else 1).
+    with ``threads`` (default: the calibration's thread count, else 1). ``clock``: the
+    measured figure is the minimum wall-clock time (``wall``) or the minimum CPU time of
+    the calling thread (``cpu``, one thread only; :mod:`infercast.estimate.measure`).
     """
     th = threads or target.calibration.threads or 1
+    check_clock(clock, th)
     forecasts = [estimate(g, target, threads=th).latency_s for _, g in models]
     files = [m for m, _ in models]
     rows: list[Row] = []
@@ -124,7 +128,8 @@ def validate(
         share = budget_s * len(idx) / len(files)
         timings = measure([files[i] for i in idx], rt, th, budget_s=share, progress=progress)
         for i, t in zip(idx, timings, strict=True):
-            rows.append(Row(str(files[i]), rt, th, forecasts[i], t.min_s, t.median_s, t.runs))
+            median = t.cpu_median_s if clock == "cpu" and t.cpu_median_s else t.median_s
+            rows.append(Row(str(files[i]), rt, th, forecasts[i], t.min_of(clock), median, t.runs))
     order = {str(m): i for i, m in enumerate(files)}
     rows.sort(key=lambda r: order[r.model])
     return Validation(target, tuple(rows))

@@ -37,7 +37,7 @@ _FAMILY_CLASS = {
     "recurrent": "recurrent",
     "detection": "detection",
 }
-PARENT_CLASS = {"depthwise_conv_large": "depthwise_conv"}
+PARENT_CLASS = {"depthwise_conv_large": "depthwise_conv", "pointwise_conv": "conv"}
 LARGE_DEPTHWISE_TAPS = 25
 """Depthwise kernels with more taps than this (7x7 and up) are their own class: XNNPACK's
 single-pass depthwise micro-kernels stop at 25 taps (5x5; google/XNNPACK src/f32-dwconv/,
@@ -103,10 +103,25 @@ class Work:
     """Output elements x element size of the constant operand of an element-wise op whose
     constant is smaller than its output (what a unit that re-reads broadcast constants
     reads, times its ``broadcast_read_factor``)."""
+    separate_ports: bool = False
+    """Activations and weights come through different bus ports, so their transfers overlap
+    (the memory time is the longer of the two, not their sum; ``Memory.port``)."""
+    refetch_bytes: int = 0
+    """Input feature-map bytes read beyond the first read, from ``act_memory``: once more per
+    block of the unit's ``ifm_refetch_depth`` output channels, and narrow reads of an NHWC
+    model input charged whole bursts (:func:`ifm_refetch_bytes`)."""
+    pointwise: bool = False
+    """A 1x1, stride-1, ungrouped conv (:func:`is_pointwise`): a plain GEMM on the CPU."""
 
     @property
     def ops_eff(self) -> float:
         return self.ops * self.shape_factor
+
+    @property
+    def efficiency_class(self) -> str:
+        """The efficiency key the kernel reads first: ``pointwise_conv`` for a pointwise
+        conv (falling back to ``conv`` where a target states none), else its class."""
+        return "pointwise_conv" if self.pointwise and self.op_class == "conv" else self.op_class
 
 
 # --------------------------------------------------------------------------- #
@@ -284,6 +299,25 @@ def reduction_depth(graph: Graph, node: Node) -> int:
     return 0
 
 
+def is_pointwise(graph: Graph, node: Node) -> bool:
+    """A 1x1 conv with stride 1 and one group: CPU runtimes run it as a plain GEMM over the
+    input map (XNNPACK picks its GEMM micro-kernels for a 1x1 / stride-1 / unpadded
+    convolution and its indirect-GEMM ones otherwise, google/XNNPACK
+    ``src/operators/convolution-nhwc.c``; ONNX Runtime's MLAS skips im2col for it,
+    ``onnxruntime/core/mlas/lib/convolve.cpp``), a path with its own throughput: measured
+    here, 1x1 micro-kernels run 20-50% faster per MAC than 3x3 ones on both runtimes."""
+    if node.op != "conv" or int(node.attrs.get("group", 1) or 1) != 1:
+        return False
+    strides = node.attrs.get("strides")
+    if isinstance(strides, tuple | list) and any(int(x) != 1 for x in strides):
+        return False
+    try:
+        k = kernel_dims(_conv_weight(graph, node), _weight_layout(node))
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return False
+    return k.spatial_size == 1
+
+
 def note_slowdown(ly: LayerPlacement, target: Target) -> float:
     """Product of the ``slowdown`` parameters of the note checks that fired on ``ly``."""
     f = 1.0
@@ -310,6 +344,84 @@ def broadcast_bytes(graph: Graph, node: Node) -> int:
         if out.elements and t.elements and t.elements < out.elements:
             return t.dtype.nbytes(out.elements)
     return 0
+
+
+def _ifm_burst_factor(graph: Graph, x: Tensor, burst_bytes: int) -> float:
+    """Bytes charged per byte of a model-input feature map read in NHWC.
+
+    Arm Vela (ethos-u-vela 5.2.0, regor ``architecture/ethosu55/ethos_u55_performance.cpp``
+    ``EstimateMemoryTransfer``): an NHWC read whose pixel depth differs from the IFM block's
+    depth is issued in bursts of one block depth, each charged ``burst_length`` bytes. The IFM
+    block is min(depth, 32) deep rounded up to 8 (``ethos_u55.cpp`` ``ifmBlockDepth``,
+    ``ifmUBlock`` 8 deep). Model inputs are NHWC; interior maps are 16-channel bricks."""
+    if burst_bytes <= 0 or x.name not in graph.inputs or x.rank != 4:
+        return 1.0
+    d = activation_dims(x, graph.layout)
+    depth_bytes = x.dtype.nbytes(d.channels or 1)
+    block = _ceil_to(min(depth_bytes, 32), 8)
+    if depth_bytes == block:
+        return 1.0
+    return burst_bytes / min(burst_bytes, block)
+
+
+def ifm_refetch_bytes(graph: Graph, node: Node, block_depth: int, burst_bytes: int) -> int:
+    """Input feature-map bytes a conv / FC reads beyond reading its input once.
+
+    Arm Vela's Ethos-U model (ethos-u-vela 5.2.0, regor ``ethos_u55_performance.cpp``
+    ``MeasureElementAccess``): ``ifmRead = ifmFetch x subkernels x ofmBlockCount``, the OFM
+    blocks counted in depth too, so the whole IFM is read once per block of ``block_depth``
+    output channels (depthwise and pooling read it once: their OFM block depth is the IFM's);
+    a model input is also charged whole bursts (:func:`_ifm_burst_factor`)."""
+    h = get_handler(node.op)
+    if block_depth <= 0 or h is None or node.op == "depthwise_conv":
+        return 0
+    if not (h.conv_like or h.fc_like):
+        return 0
+    acts = [t for t in graph.input_tensors(node) if t is not None and not t.is_constant]
+    ifm_bytes = acts[0].nbytes if acts else None
+    if ifm_bytes is None:
+        return 0
+    x = acts[0]
+    try:
+        if h.conv_like:
+            c_out = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).out_channels
+        else:
+            out = graph.output_tensors(node)[0]
+            c_out = int(out.shape[-1] or 0) if out.is_static and out.shape else 0
+        burst = _ifm_burst_factor(graph, x, burst_bytes)
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return 0
+    reads = -(-c_out // block_depth) if c_out > 0 else 1
+    return int(ifm_bytes * (reads * burst - 1))
+
+
+def _cached_act_memory(target: Target, dev: Graph, members: list[Node]) -> str | None:
+    """The memory that caches this kernel's feature maps (``caches = ["activations"]``).
+
+    Arm Vela's Dedicated_Sram mode keeps the arena in DRAM and cascades chains of ops through
+    the SRAM cache in stripes (ethos-u-vela 5.2.0 ``cascade_builder.py``; vela.ini
+    ``[Memory_Mode.Dedicated_Sram]`` ``cache_mem_area=Axi0``): a feature map read by one op
+    only is produced and consumed in SRAM whatever its size. A model input, and a map read
+    by several ops (a residual or concatenated branch) that does not fit the cache whole,
+    are read from the arena."""
+    cache = next((m for m in target.memories.values() if "activations" in m.caches), None)
+    if cache is None:
+        return None
+    for name in members[0].inputs:
+        if not name or dev.tensors[name].is_constant:
+            continue
+        if name in dev.inputs:
+            return None
+        shared = len(dev.consumers.get(name, ())) > 1
+        if shared and (dev.tensors[name].nbytes or 0) > cache.size_bytes:
+            return None
+    return cache.name
+
+
+def _separate_ports(target: Target, a_mem: str | None, w_mem: str | None) -> bool:
+    if a_mem is None or w_mem is None:
+        return False
+    return target.memories[a_mem].port != target.memories[w_mem].port
 
 
 def per_channel_weights(graph: Graph, node: Node) -> bool:
@@ -339,6 +451,46 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
         return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded], set()
     elided = elided_transposes(dev)
     return kernels(dev, proc, elided), elided
+
+
+def is_serial(target: Target, unit: str, graph: Graph, node: Node) -> bool:
+    """``node`` is one of ``unit``'s ``serial_ops`` (by op name, or ``op:dtype``)."""
+    u = target.units.get(unit)
+    if u is None or not u.serial_ops:
+        return False
+    dt = compute_dtype(graph, node)
+    return node.op in u.serial_ops or (
+        dt is not None and f"{node.op}:{dtype_key(dt)}" in u.serial_ops
+    )
+
+
+def split_serial(
+    dev: Graph, report: PlacementReport, target: Target, groups: list[Kernel]
+) -> list[Kernel]:
+    """``groups`` with every serial op (:func:`is_serial`) cut out as a kernel of its own,
+    and what followed it in its group as another: the runtime runs it apart (a delegate
+    partition ends before it and a new one starts after it)."""
+    unit = {ly.index: ly.unit for ly in report.layers}
+    nodes = {n.index: n for n in dev.nodes}
+    out: list[Kernel] = []
+    for k in groups:
+        if len(k.members) == 1 or not any(
+            is_serial(target, unit.get(i, ""), dev, nodes[i]) for i in k.members[1:]
+        ):
+            out.append(k)
+            continue
+        run: list[int] = []
+        for i in k.members:
+            if is_serial(target, unit.get(i, ""), dev, nodes[i]):
+                if run:
+                    out.append(Kernel(run[0], tuple(run)))
+                out.append(Kernel(i, (i,)))
+                run = []
+            else:
+                run.append(i)
+        if run:
+            out.append(Kernel(run[0], tuple(run)))
+    return out
 
 
 def _transfers(report: PlacementReport, groups: list[Kernel]) -> dict[int, list[int]]:
@@ -482,6 +634,12 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     act_bytes, out_bytes, weights, sizes_known = _kernel_io(dev, k, members)
     w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
     a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
+    refetch = 0
+    block_depth = target.units[lp.unit].ifm_refetch_depth
+    if on_acc and block_depth > 0:
+        a_mem = _cached_act_memory(target, dev, members) or a_mem
+        burst = target.memories[a_mem].burst_bytes if a_mem else 0
+        refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst)
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
     known = known and sizes_known
@@ -507,8 +665,11 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         known=known,
         elided=len(members) == 1 and k.anchor in ctx.elided,
         per_channel=per_channel_weights(dev, anchor),
-        parallel=cls in PARALLEL_CLASSES,
+        parallel=cls in PARALLEL_CLASSES and not is_serial(target, lp.unit, dev, anchor),
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
+        refetch_bytes=refetch,
+        separate_ports=_separate_ports(target, a_mem, w_mem),
+        pointwise=cls == "conv" and is_pointwise(dev, anchor),
     )
 
 
@@ -517,6 +678,7 @@ def build_works(
 ) -> tuple[list[tuple[Kernel, Work]], list[str]]:
     """One :class:`Work` per kernel of the device graph ``dev``, and the notes it raised."""
     groups, elided = _groups(dev, report, fuse)
+    groups = split_serial(dev, report, target, groups)
     ctx = _Context(
         dev=dev,
         target=target,

@@ -20,12 +20,13 @@ arithmetic is not counted, as for QLinearConv.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from infercast.ir.graph import Dim, Shape
 from infercast.ir.views import kernel_dims, numel
 from infercast.ops.elementwise import UNARY
 from infercast.ops.registry import OpContext, OpCost, register
+from infercast.ops.shapes import broadcast, conv_spatial, ints_attr, matmul_shape
 
 InferFn = Callable[[OpContext], "list[Shape | None]"]
 
@@ -45,15 +46,6 @@ def _shape(ctx: OpContext, i: int) -> Shape:
     return s
 
 
-def _ints(ctx: OpContext, key: str) -> list[int] | None:
-    v = ctx.attr(key)
-    if isinstance(v, int):
-        return [v]
-    if isinstance(v, tuple | list):
-        return [int(x) for x in v]
-    return None
-
-
 def infer(fn: Callable[[OpContext], Shapes]) -> InferFn:
     """Wrap a shape rule: an unknown input leaves the outputs unknown."""
 
@@ -66,55 +58,6 @@ def infer(fn: Callable[[OpContext], Shapes]) -> InferFn:
 
     run.__name__ = fn.__name__
     return run
-
-
-def _spatial(ctx: OpContext, dims: Sequence[Dim], kernel: Sequence[int]) -> list[Dim]:
-    """Conv / pool output sizes (ONNX pads, strides, dilations, auto_pad)."""
-    n = len(dims)
-    strides = _ints(ctx, "strides") or [1] * n
-    dil = _ints(ctx, "dilations") or [1] * n
-    pads = _ints(ctx, "pads") or [0] * (2 * n)
-    auto = str(ctx.attr("auto_pad", "NOTSET"))
-    out: list[Dim] = []
-    for i, d in enumerate(dims):
-        if d is None:
-            out.append(None)
-        elif auto in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(-(-d // strides[i]))
-        else:
-            eff = (kernel[i] - 1) * dil[i] + 1
-            total = d - eff + (0 if auto == "VALID" else pads[i] + pads[i + n])
-            out.append(total // strides[i] + 1)
-    return out
-
-
-def _broadcast(*shapes: Shape) -> Shape:
-    rank = max(len(s) for s in shapes)
-    out: list[Dim] = []
-    for i in range(rank):
-        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        known = {d for d in dims if d is not None and d != 1}
-        if len(known) > 1:
-            raise ValueError(f"shapes {shapes} do not broadcast")
-        if known:
-            out.append(known.pop())
-        elif any(d is None for d in dims):
-            out.append(None)
-        else:
-            out.append(1)
-    return tuple(out)
-
-
-def _matmul(a: Shape, b: Shape) -> Shape:
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
-    batch = _broadcast(a2[:-2], b2[:-2]) if len(a2) > 2 or len(b2) > 2 else ()
-    out = (*batch, a2[-2], b2[-1])
-    if len(a) == 1:
-        out = (*out[:-2], out[-1])
-    if len(b) == 1:
-        out = out[:-1]
-    return out
 
 
 def _act_flops(ctx: OpContext) -> int:
@@ -132,7 +75,7 @@ nhwc_conv_shape = infer(lambda ctx: [_conv_out(ctx, 0, 1, True)])
 qlinear_conv_shape = infer(
     lambda ctx: [_conv_out(ctx, 0, 3, bool(ctx.int_attr("channels_last", 0)))]
 )
-integer_matmul_shape = infer(lambda ctx: [_matmul(_shape(ctx, 0), _shape(ctx, 1))])
+integer_matmul_shape = infer(lambda ctx: [matmul_shape(_shape(ctx, 0), _shape(ctx, 1))])
 dynamic_quantize_matmul_shape = infer(lambda ctx: [_last_dim_from(ctx, 1)[0]])
 simplified_layer_norm_shape = infer(lambda ctx: _norm_outputs(ctx, False)[:2])
 skip_norm_shape = infer(lambda ctx: [_shape(ctx, 0), None, None, _shape(ctx, 0)])
@@ -144,10 +87,10 @@ skip_norm_shape = infer(lambda ctx: [_shape(ctx, 0), None, None, _shape(ctx, 0)]
 def _conv_out(ctx: OpContext, x_i: int, w_i: int, channels_last: bool) -> Shape:
     x = _shape(ctx, x_i)
     w = _shape(ctx, w_i)
-    kernel = _ints(ctx, "kernel_shape") or [int(d or 1) for d in w[2:]]
+    kernel = ints_attr(ctx, "kernel_shape") or [int(d or 1) for d in w[2:]]
     if channels_last:
-        return (x[0], *_spatial(ctx, x[1:-1], kernel), w[0])
-    return (x[0], w[0], *_spatial(ctx, x[2:], kernel))
+        return (x[0], *conv_spatial(ctx, x[1:-1], kernel), w[0])
+    return (x[0], w[0], *conv_spatial(ctx, x[2:], kernel))
 
 
 def _conv_macs(ctx: OpContext, w_i: int) -> int:
@@ -197,7 +140,7 @@ def fused_matmul_shape(ctx: OpContext) -> Shapes:
         a[-1], a[-2] = a[-2], a[-1]
     if ctx.int_attr("transB", 0) and len(b) >= 2:
         b[-1], b[-2] = b[-2], b[-1]
-    return [_matmul(tuple(a), tuple(b))]
+    return [matmul_shape(tuple(a), tuple(b))]
 
 
 def _fused_k(ctx: OpContext) -> int:
@@ -404,7 +347,7 @@ def attention_shapes(ctx: OpContext) -> Shapes:
     """com.microsoft Attention: input [B, S, in], weights [in, q+k+v hidden]."""
     x = _shape(ctx, 0)
     w = _shape(ctx, 1)
-    sizes = _ints(ctx, "qkv_hidden_sizes")
+    sizes = ints_attr(ctx, "qkv_hidden_sizes")
     v_hidden: Dim = sizes[2] if sizes else (None if w[1] is None else w[1] // 3)
     out: Shapes = [(x[0], x[1], v_hidden)]
     heads = ctx.int_attr("num_heads", 0)
@@ -425,7 +368,7 @@ def ms_attention_cost(ctx: OpContext) -> OpCost:
     x = ctx.shape(ctx.input(0))
     w = ctx.shape(ctx.input(1))
     b, s, d_in = x
-    sizes = _ints(ctx, "qkv_hidden_sizes") or [w[1] // 3] * 3
+    sizes = ints_attr(ctx, "qkv_hidden_sizes") or [w[1] // 3] * 3
     heads = max(ctx.int_attr("num_heads", 1), 1)
     past = ctx.shape(ctx.input(4))[3] if ctx.has_input(4) else 0
     t = past + s
@@ -572,7 +515,7 @@ def dq_lstm_cost(ctx: OpContext) -> OpCost:
 
 
 def qbinary_shape(ctx: OpContext) -> Shapes:
-    return [_broadcast(_shape(ctx, 0), _shape(ctx, 3))]
+    return [broadcast(_shape(ctx, 0), _shape(ctx, 3))]
 
 
 @register(
@@ -623,10 +566,10 @@ def qlinear_gap_cost(ctx: OpContext) -> OpCost:
 
 def qavgpool_shape(ctx: OpContext) -> Shapes:
     x = _shape(ctx, 0)
-    kernel = _ints(ctx, "kernel_shape") or []
+    kernel = ints_attr(ctx, "kernel_shape") or []
     if ctx.int_attr("channels_last", 0):
-        return [(x[0], *_spatial(ctx, x[1:-1], kernel), x[-1])]
-    return [(x[0], x[1], *_spatial(ctx, x[2:], kernel))]
+        return [(x[0], *conv_spatial(ctx, x[1:-1], kernel), x[-1])]
+    return [(x[0], x[1], *conv_spatial(ctx, x[2:], kernel))]
 
 
 @register(MS + "q_linear_average_pool", family="pool", arg_inputs=(1, 2, 3, 4))
@@ -634,7 +577,7 @@ def qlinear_avgpool_cost(ctx: OpContext) -> OpCost:
     """QLinearAveragePool: 0 MACs; FLOPs = output elements x kernel size (one add
     per window element), as ``avg_pool``."""
     k = 1
-    for d in _ints(ctx, "kernel_shape") or [1]:
+    for d in ints_attr(ctx, "kernel_shape") or [1]:
         k *= d
     return OpCost(flops=ctx.out_elems() * k)
 

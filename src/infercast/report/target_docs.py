@@ -88,7 +88,12 @@ def _placement(t: Target) -> list[str]:
         f"- Operator names: {pl.op_names}",
         f"- Crossing accelerator <-> {pl.fallback}: {t.crossing.fixed_s * 1e6:g} µs + bytes / "
         f"{_rate(t.crossing.bytes_per_s)}B/s",
-        f"- One-time graph compilation: {t.graph_compile_s:g} s",
+        f"- One-time graph compilation: {t.graph_compile_s:g} s"
+        + (
+            f" + {t.graph_compile_s_per_weight_byte * 1e6:g} s per MB of weights on the accelerator"
+            if t.graph_compile_s_per_weight_byte
+            else ""
+        ),
     ]
     if t.quantize_float_to != "none":
         out.append(f"- The compiler quantises float tensors to {t.quantize_float_to}")

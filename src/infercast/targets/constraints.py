@@ -667,6 +667,15 @@ def kernel_limits(view: NodeView, *, height: int, area: int) -> Outcome:
 
 
 @constraint
+def kernel_size_max(view: NodeView, *, size: int) -> Outcome:
+    """The kernel must be at most {size} high and at most {size} wide"""
+    k = view.kernel_hw
+    if k is None or max(k) <= size:
+        return PASS
+    return False, f"kernel {_hw_str(k)}"
+
+
+@constraint
 def pool_kernel_limits(
     view: NodeView, *, same_max: int, valid_height: int, valid_area: int
 ) -> Outcome:

@@ -14,17 +14,16 @@ exists is never rebuilt. Needs TensorFlow (``pip install tensorflow-cpu``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from infercast.errors import InfercastError
+from infercast.files import file_lock
 
 VERSION = 1
 
@@ -37,17 +36,6 @@ def cache_root() -> Path:
         return Path(direct).expanduser()
     base = os.environ.get("INFERCAST_CACHE") or str(Path.home() / ".cache" / "infercast")
     return Path(base) / "published" / f"v{VERSION}"
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def ensure(
@@ -66,7 +54,7 @@ def ensure(
             by_recipe[recipe].append(quant)
     out: dict[tuple[str, str], Path] = {}
     for recipe, quants in by_recipe.items():
-        with _lock(d / f".{recipe}.lock"):
+        with file_lock(d / f".{recipe}.lock"):
             missing = [q for q in quants if not (d / file_name(recipe, q)).exists()]
             if missing:
                 t0 = time.monotonic()

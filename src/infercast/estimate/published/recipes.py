@@ -69,11 +69,35 @@ def _conv_bn(x: Any, filters: int, k: int | tuple[int, int], s: int = 1, act: st
     return _act(x, act)
 
 
-def _dw_bn(x: Any, k: int = 3, s: int = 1, act: str | None = "relu", dilation: int = 1) -> Any:
+def _dw_bn(x: Any, k: int = 3, s: int = 1, act: str | None = "relu", dilation: int = 1,
+           atrous_s2b: bool = False) -> Any:  # fmt: skip
     L = _k().layers
+    if dilation > 1 and atrous_s2b:
+        return _act(_atrous_dw_s2b(x, k, dilation), act)
     x = L.DepthwiseConv2D(k, strides=s, padding="same", dilation_rate=dilation, use_bias=False)(x)
     x = L.BatchNormalization()(x)
     return _act(x, act)
+
+
+def _atrous_dw_s2b(x: Any, k: int, rate: int) -> Any:
+    """A dilated depthwise convolution as TensorFlow 1 graphs hold it
+    (``tf.nn.depthwise_conv2d(rate=...)`` -> ``with_space_to_batch``): SPACE_TO_BATCH_ND by
+    the rate, an undilated depthwise convolution on rate^2 batches, BATCH_TO_SPACE_ND, then
+    the batch norm, which the converter cannot fold across BATCH_TO_SPACE_ND (a MUL). The
+    converter fuses that pattern into one dilated convolution only when the inner
+    convolution is VALID, so the inner one here is SAME on a map padded to a multiple of
+    the rate."""
+    import tensorflow as tf
+
+    L = _k().layers
+    h, w, c = (int(d) for d in x.shape[1:])
+    ph, pw = -h % rate, -w % rate
+    bh, bw = (h + ph) // rate, (w + pw) // rate
+    pads = [[0, ph], [0, pw]]
+    x = L.Lambda(lambda t: tf.space_to_batch_nd(t, [rate, rate], pads), output_shape=(bh, bw, c))(x)
+    x = L.DepthwiseConv2D(k, padding="same", use_bias=False)(x)
+    x = L.Lambda(lambda t: tf.batch_to_space(t, [rate, rate], pads), output_shape=(h, w, c))(x)
+    return L.BatchNormalization()(x)
 
 
 def _act(x: Any, act: str | None) -> Any:
@@ -156,12 +180,13 @@ def wav2letter() -> Any:
 
 
 def _inverted_residual(x: Any, cin: int, cout: int, expand: int, k: int, s: int,
-                       act: str = "relu6", dilation: int = 1) -> Any:  # fmt: skip
+                       act: str = "relu6", dilation: int = 1,
+                       atrous_s2b: bool = False) -> Any:  # fmt: skip
     L = _k().layers
     y = x
     if expand != 1:
         y = _conv_bn(y, cin * expand, 1, act=act)
-    y = _dw_bn(y, k, s, act=act, dilation=dilation)
+    y = _dw_bn(y, k, s, act=act, dilation=dilation, atrous_s2b=atrous_s2b)
     y = _conv_bn(y, cout, 1, act=None)
     if s == 1 and cin == cout:
         y = L.Add()([x, y])
@@ -173,7 +198,8 @@ def _make_div(v: float, d: int = 8) -> int:
     return n + d if n < 0.9 * v else n
 
 
-def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8) -> Any:
+def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8,
+                   atrous_s2b: bool = False) -> Any:  # fmt: skip
     """DeepLabV3 with a MobileNetV2 backbone as in TensorFlow's DeepLab model zoo
     (``mobilenetv2_dm05_coco_voc_trainaug``: depth multiplier 0.5, evaluated at output
     stride 8; no ASPP rates and no decoder for MobileNet). Strides past the output stride
@@ -184,6 +210,12 @@ def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8) 
     output stride 16 without the head would give. The eIQ CPU figures (1104 ms on one
     Cortex-A53, i.e. 2.6 GMAC/s at 2.86 G, the rate of its other models) support
     stride 8 with the head.
+
+    ``atrous_s2b``: the dilated depthwise convolutions as the TensorFlow 1 export NXP's eIQ
+    zoo ships holds them (TF Hub ``sayakpaul/lite-model/deeplabv3-mobilenetv2_dm05-int8``,
+    the eIQ recipe's download; checked on a copy of that file in
+    github.com/ruitaodong/imx-benchmarks: 10 SPACE_TO_BATCH_ND / DEPTHWISE_CONV_2D on
+    batch 4 or 16 / BATCH_TO_SPACE_ND / MUL runs), see :func:`_atrous_dw_s2b`.
     """
     k = _k()
     L = k.layers
@@ -202,7 +234,7 @@ def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8) 
             else:
                 d = rate
                 stride *= si
-            x = _inverted_residual(x, cin, cout, t, 3, si, dilation=d)
+            x = _inverted_residual(x, cin, cout, t, 3, si, dilation=d, atrous_s2b=atrous_s2b)
             cin = cout
     hw = x.shape[1]
     pool = L.AveragePooling2D(pool_size=(hw, hw))(x)
@@ -268,6 +300,32 @@ def yolov4_tiny(size: int = 416) -> Any:
     y = L.Concatenate()([y, route_26])
     y = _conv_bn(y, 256, 3, act=leaky)
     out26 = L.Conv2D(255, 1)(y)
+    return k.Model(inp, [out13, out26])
+
+
+def yolov3_tiny(size: int = 416, classes: int = 80) -> Any:
+    """YOLOv3-tiny as darknet's ``cfg/yolov3-tiny.cfg`` defines it (leaky ReLU 0.1): six
+    3x3 convs with max pools (the last one stride 1), 1024 and 256 ch at 13x13, two YOLO
+    heads (13x13 and 26x26) with 3 x (5 + classes) outputs; darknet's ``[upsample]`` as a
+    nearest resize (what tf.keras 2's UpSampling2D converts to: RESIZE_NEAREST_NEIGHBOR)."""
+    k = _k()
+    L = k.layers
+    leaky = "leaky:0.1"
+    x = inp = _input((size, size, 3))
+    route_26 = None
+    for c in (16, 32, 64, 128, 256):
+        x = _conv_bn(x, c, 3, act=leaky)
+        route_26 = x
+        x = L.MaxPooling2D(2, 2, padding="same")(x)
+    x = _conv_bn(x, 512, 3, act=leaky)
+    x = L.MaxPooling2D(2, 1, padding="same")(x)
+    x = _conv_bn(x, 1024, 3, act=leaky)
+    x13 = _conv_bn(x, 256, 1, act=leaky)
+    out13 = L.Conv2D(3 * (5 + classes), 1)(_conv_bn(x13, 512, 3, act=leaky))
+    y = _conv_bn(x13, 128, 1, act=leaky)
+    y = L.Resizing(2 * int(y.shape[1]), 2 * int(y.shape[2]), interpolation="nearest")(y)
+    y = _conv_bn(L.Concatenate()([y, route_26]), 256, 3, act=leaky)
+    out26 = L.Conv2D(3 * (5 + classes), 1)(y)
     return k.Model(inp, [out13, out26])
 
 
@@ -488,8 +546,11 @@ _r("ds_cnn_kws", ds_cnn)
 _r("ad_autoencoder", ad_autoencoder)
 _r("wav2letter", wav2letter)
 _r("deeplabv3_mnv2_dm05_513", deeplabv3_mnv2)
+_r("deeplabv3_mnv2_dm05_513_tf1", deeplabv3_mnv2, atrous_s2b=True)
 _r("efficientnet_lite0_224", efficientnet_lite0)
 _r("yolov4_tiny_416", yolov4_tiny)
+_r("yolov3_tiny_416_1class", yolov3_tiny,
+   "ruitaodong/imx-benchmarks yolov3-tiny/qrcode-yolov3-tiny.cfg", classes=1)  # fmt: skip
 _r("resnet18_224", resnet18)
 _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)

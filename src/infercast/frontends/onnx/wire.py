@@ -1,17 +1,19 @@
 """Read an ONNX file's structure without reading its weights.
 
 An ONNX file is one protobuf ``ModelProto`` (onnx/onnx.proto): the weights are
-the data fields of the ``TensorProto`` initializers inside ``ModelProto.graph``
-(field 7) at ``GraphProto.initializer`` (field 5), or of the ``value`` tensors of
-``Constant`` nodes (``GraphProto.node`` 1, ``NodeProto.attribute`` 5,
-``AttributeProto.t`` 5), as Paddle2ONNX writes them, also inside control-flow
-bodies (``AttributeProto.g`` 6 / ``graphs`` 11). This module walks the protobuf
-wire format over a memory map of the file and re-emits the model with the data of
-large weights left out, so the bytes of the weights are never paged in or parsed;
-their sizes follow from ``dims`` and ``data_type``, which are kept. Everything
-else (nodes, attributes, value_info, small initializers and constants that shape
-inference reads) is copied byte for byte. Only messages longer than
-:data:`LARGE_BYTES` are entered: a small node is copied without being read.
+the data fields of ``TensorProto`` messages -- the initializers inside
+``ModelProto.graph`` (field 7) at ``GraphProto.initializer`` (field 5), and the
+tensors of ``Constant`` nodes (``GraphProto.node`` 1 -> ``NodeProto.attribute``
+5 -> ``AttributeProto.t`` 5 / ``tensors`` 10), also inside control-flow bodies
+(``AttributeProto.g`` 6 / ``graphs`` 11). This module walks the protobuf wire
+format over a memory map of the file and re-emits the model with the data of
+large tensors left out, so the bytes of the weights are never paged in or
+parsed (a 200 MB ``Constant`` used to cost 1.2 GB); their sizes follow from
+``dims`` and ``data_type``, which are kept. Everything else (nodes, attributes,
+value_info, small tensors that shape inference reads) is copied byte for byte.
+Only messages longer than :data:`LARGE_BYTES` are entered: a small node is
+copied without being read.
+Messages nested deeper than :data:`MAX_DEPTH` are refused.
 
 Wire format: https://protobuf.dev/programming-guides/encoding/ — each field is
 a varint key ``(field_number << 3) | wire_type``; wire type 2 is a varint
@@ -23,20 +25,17 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-# ModelProto.graph, GraphProto.node / initializer, NodeProto.op_type / attribute /
-# domain, AttributeProto.t / g / graphs, TensorProto data fields (float_data 4,
-# int32_data 5, string_data 6, int64_data 7, raw_data 9, double_data 10,
-# uint64_data 11).
-_MODEL_GRAPH = 7
-_GRAPH_NODE = 1
-_GRAPH_INITIALIZER = 5
-_NODE_OP_TYPE = 4
-_NODE_ATTRIBUTE = 5
-_NODE_DOMAIN = 7
-_ATTRIBUTE_T = 5
-_ATTRIBUTE_G = 6
-_ATTRIBUTE_GRAPHS = 11
+# TensorProto data fields (float_data 4, int32_data 5, string_data 6, int64_data 7,
+# raw_data 9, double_data 10, uint64_data 11).
 _TENSOR_DATA_FIELDS = {4, 5, 6, 7, 9, 10, 11}
+_CHILDREN: dict[str, dict[int, str]] = {
+    "model": {7: "graph"},  # ModelProto.graph
+    "graph": {1: "node", 5: "tensor"},  # GraphProto.node, .initializer
+    "node": {5: "attribute"},  # NodeProto.attribute
+    "attribute": {5: "tensor", 10: "tensor", 6: "graph", 11: "graph"},  # .t .tensors .g .graphs
+}
+"""Which length-delimited fields of each message hold the messages that may hold weights."""
+MAX_DEPTH = 64
 LARGE_BYTES = 32 * 1024
 """Data fields longer than this are dropped (small ones are kept for shape inference)."""
 
@@ -90,61 +89,14 @@ def _skip(buf: mmap.mmap | bytes, pos: int, end: int, wire: int) -> int:
     return pos
 
 
-def _fields(buf: mmap.mmap | bytes, start: int, end: int) -> list[tuple[int, int, int, int]]:
-    """The length-delimited fields of the message in ``buf[start:end]``:
-    (field number, field start, data start, data end)."""
-    out = []
-    pos = start
-    while pos < end:
-        field_start = pos
-        key, pos = _varint(buf, pos, end)
-        if key & 7 != 2:
-            pos = _skip(buf, pos, end, key & 7)
-            continue
-        n, data_start = _varint(buf, pos, end)
-        pos = data_start + n
-        if pos > end:
-            raise WireError("length-delimited field runs past the end of its message")
-        out.append((key >> 3, field_start, data_start, pos))
-    return out
-
-
-def _is_constant_node(buf: mmap.mmap | bytes, start: int, end: int) -> bool:
-    """Whether the NodeProto in ``buf[start:end]`` is an ONNX ``Constant``."""
-    op_type = domain = b""
-    for field, _, data_start, data_end in _fields(buf, start, end):
-        if field == _NODE_OP_TYPE:
-            op_type = bytes(buf[data_start:data_end])
-        elif field == _NODE_DOMAIN:
-            domain = bytes(buf[data_start:data_end])
-    return op_type == b"Constant" and domain in (b"", b"ai.onnx")
-
-
-def _child_level(level: str, field: int) -> str | None:
-    """The level of a large field's message that is entered, or None (copied whole)."""
-    if level == "model":
-        return "graph" if field == _MODEL_GRAPH else None
-    if level in ("graph", "body"):
-        if field == _GRAPH_NODE:
-            return "node"
-        # Initializers of the model's graph (not of bodies: what shape inference reads
-        # there is left as it was).
-        return "tensor" if level == "graph" and field == _GRAPH_INITIALIZER else None
-    if level in ("node", "constant"):
-        if field == _NODE_ATTRIBUTE:
-            return "constant_attribute" if level == "constant" else "attribute"
-        return None
-    if level in ("attribute", "constant_attribute"):
-        if field in (_ATTRIBUTE_G, _ATTRIBUTE_GRAPHS):
-            return "body"
-        return "tensor" if level == "constant_attribute" and field == _ATTRIBUTE_T else None
-    return None
-
-
-def _rewrite(buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: list[int]) -> bytes:
-    """Re-emit the message in ``buf[start:end]``; ``level`` is what it is: model,
-    graph (the model's), body (a control-flow body), node, constant (a Constant
-    node), attribute, constant_attribute, tensor."""
+def _rewrite(
+    buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: list[int], depth: int = 0
+) -> bytes:
+    """Re-emit the message in ``buf[start:end]``; ``level`` names its type
+    (model|graph|node|attribute|tensor)."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"messages nested more than {MAX_DEPTH} deep")
+    children = _CHILDREN.get(level, {})
     parts: list[bytes] = []
     copy_from = start
     pos = start
@@ -172,26 +124,24 @@ def _rewrite(buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: li
             raise WireError("length-delimited field runs past the end of its message")
         pos = data_end
         if n <= LARGE_BYTES:
-            continue
+            continue  # small: copied without being entered
         if level == "tensor":
             if field in _TENSOR_DATA_FIELDS:
                 stats[0] += n
                 parts.append(buf[copy_from:field_start])
                 copy_from = pos
             continue
-        child = _child_level(level, field)
+        child = children.get(field)
         if child is None:
             continue
-        if child == "node" and _is_constant_node(buf, data_start, data_end):
-            child = "constant"
-        replace = _rewrite(buf, data_start, data_end, child, stats)
+        replace = _rewrite(buf, data_start, data_end, child, stats, depth + 1)
         if len(replace) == n:
             continue  # nothing left out inside: copied as it is
         parts.append(buf[copy_from:field_start])
         parts.append(_encode_varint(key) + _encode_varint(len(replace)) + replace)
         copy_from = pos
     if not parts:
-        return bytes(buf[start:end])
+        return bytes(buf[start:end])  # nothing left out: the original bytes
     parts.append(buf[copy_from:end])
     return b"".join(parts)
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from infercast.ir.graph import Dim, Shape
 from infercast.ops.registry import OpContext
+from infercast.ops.shapes import broadcast as broadcast  # re-exported to the rules
+from infercast.ops.shapes import ints_attr as ints_attr
 
 Shapes = list[Shape | None]
 
@@ -79,17 +81,6 @@ def scalar_int(ctx: OpContext, i: int) -> int:
     return vals[0]
 
 
-def ints_attr(ctx: OpContext, key: str) -> list[int] | None:
-    v = ctx.attr(key)
-    if v is None:
-        return None
-    if isinstance(v, int | float):
-        return [int(v)]
-    if isinstance(v, tuple | list):
-        return [int(x) for x in v]
-    return None
-
-
 def norm_axis(a: int, rank: int) -> int:
     if not -rank <= a < max(rank, 1):
         raise ValueError(f"axis {a} out of range for rank {rank}")
@@ -103,24 +94,6 @@ def prod_dims(dims: Iterable[Dim]) -> Dim:
             return None
         n *= d
     return n
-
-
-def broadcast(*shapes: Shape) -> Shape:
-    """Numpy / ONNX multidirectional broadcasting, with None for unknown dimensions."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[Dim] = []
-    for i in range(rank):
-        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        known = {d for d in dims if d is not None and d != 1}
-        if len(known) > 1:
-            raise ValueError(f"shapes {shapes} do not broadcast")
-        if known:
-            out.append(known.pop())
-        elif any(d is None for d in dims):
-            out.append(None)
-        else:
-            out.append(1)
-    return tuple(out)
 
 
 RULES: dict[str, InferFn] = {}

@@ -2,49 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from infercast.frontends.onnx.shapes._common import (
     Shapes,
     in_shape,
     in_static,
-    ints_attr,
     rule,
 )
 from infercast.ir.graph import Dim
 from infercast.ops.registry import OpContext
-
-
-def conv_spatial(
-    ctx: OpContext, spatial: Sequence[Dim], kernel: Sequence[int], *, ceil_mode: bool = False
-) -> list[Dim]:
-    n = len(spatial)
-    strides = ints_attr(ctx, "strides") or [1] * n
-    dil = ints_attr(ctx, "dilations") or [1] * n
-    pads = ints_attr(ctx, "pads") or [0] * (2 * n)
-    auto = str(ctx.attr("auto_pad", "NOTSET"))
-    out: list[Dim] = []
-    for i, d in enumerate(spatial):
-        if d is None:
-            out.append(None)
-            continue
-        eff = (kernel[i] - 1) * dil[i] + 1
-        if auto in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(-(-d // strides[i]))
-            continue
-        if auto == "VALID":
-            out.append(-(-(d - eff + 1) // strides[i]))
-            continue
-        total = d + pads[i] + pads[i + n] - eff
-        if ceil_mode:
-            o = -(-total // strides[i]) + 1
-            # The last window must start inside the input or its left padding.
-            if (o - 1) * strides[i] >= d + pads[i]:
-                o -= 1
-        else:
-            o = total // strides[i] + 1
-        out.append(o)
-    return out
+from infercast.ops.shapes import conv_spatial as conv_spatial  # re-exported (pool)
+from infercast.ops.shapes import ints_attr
 
 
 @rule("conv", "depthwise_conv", "conv_integer", "qlinear_conv", "deform_conv")

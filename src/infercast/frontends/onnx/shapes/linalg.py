@@ -7,26 +7,14 @@ import re
 from infercast.frontends.onnx.shapes._common import (
     BODY_INPUTS,
     Shapes,
-    broadcast,
     in_shape,
     rule,
     sum_dims,
 )
 from infercast.ir.graph import Dim, Shape
 from infercast.ops.registry import OpContext
-
-
-def matmul_shape(a: Shape, b: Shape) -> Shape:
-    """``numpy.matmul`` shape rule (1-D operands are promoted, then the axis dropped)."""
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
-    batch = broadcast(a2[:-2], b2[:-2])
-    out: tuple[Dim, ...] = (*batch, a2[-2], b2[-1])
-    if len(a) == 1:
-        out = (*out[:-2], out[-1])
-    if len(b) == 1:
-        out = out[:-1]
-    return out
+from infercast.ops.shapes import broadcast
+from infercast.ops.shapes import matmul_shape as matmul_shape  # re-exported
 
 
 @rule("matmul", "matmul_integer")
