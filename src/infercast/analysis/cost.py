@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from infercast._gc import paused_gc
 from infercast._records import record
@@ -29,7 +30,7 @@ from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
-from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
+from infercast.ops.registry import Handler, OpContext, OpCost, handler_table, is_weight
 
 MAX_CALL_DEPTH = 64
 """Deepest chain of subgraphs calling subgraphs analysed (deeper: a corrupt file)."""
@@ -111,6 +112,27 @@ class Analysis:
 
     def main_layers(self) -> list[LayerCost]:
         return [ly for ly in self.layers if ly.subgraph == self.graph.name]
+
+
+_DTYPE_NAMES: dict[DType, str] = {d: d.value for d in DType}
+_NO_VALUES: dict[str, Any] = {}
+"""The cost walker knows no values beyond the constants' own (read only)."""
+
+
+def _weights(node: Node, ins: list[Tensor | None], handler: Handler | None) -> list[Tensor]:
+    """The node's weight tensors, each once (by name), skipping the op's argument
+    inputs: :func:`~infercast.ops.registry.weight_inputs` over tensors already looked up."""
+    args = handler.arg_inputs if handler else frozenset()
+    out: list[Tensor] = []
+    names: list[str] = []
+    for i, t in enumerate(ins):
+        if t is None or not t.is_constant or i in args or not is_weight(t):
+            continue
+        name = node.inputs[i]
+        if name not in names:
+            names.append(name)
+            out.append(t)
+    return out
 
 
 def _activation_bytes(tensors: list[Tensor]) -> int | None:
@@ -198,6 +220,7 @@ class _Walker:
         """id() of the graph of each entry of ``layers``."""
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
+        self.handlers = handler_table()
         self.depth = 0
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
@@ -237,54 +260,86 @@ class _Walker:
         return self.sub_totals[name]
 
     def layer(self, graph: Graph, node: Node) -> LayerCost:
-        handler = get_handler(node.op)
-        outs = graph.output_tensors(node)
-        ins = graph.input_tensors(node)
-        act_in = [t for t in dict.fromkeys(t for t in ins if t is not None) if not t.is_constant]
+        tensors = graph.tensors
+        outs = [tensors[n] for n in node.outputs if n]
+        ins = [tensors[n] if n else None for n in node.inputs]
+        act_in: list[Tensor] = []  # distinct activation inputs
+        has_constant = False
+        for t in ins:
+            if t is not None:
+                if t.is_constant:
+                    has_constant = True
+                elif t not in act_in:
+                    act_in.append(t)
         folded = node.folded
-        weights = [] if folded else weight_inputs(graph, node, handler)
+        if folded:
+            return LayerCost(
+                graph.name,
+                node.index,
+                node.name,
+                node.op,
+                node.native_op,
+                "folded",
+                tuple([t.shape for t in outs]),
+                tuple([_DTYPE_NAMES[t.dtype] for t in outs]),
+                0,
+                0,
+                0,
+                0,
+                0,
+                _activation_bytes(act_in),
+                _activation_bytes(outs),
+                "constant: computed once at load time",
+            )
+        handler = self.handlers.get(node.op)
+        weights = _weights(node, ins, handler) if has_constant else []
         if weights:
             self.weights[(graph.name, node.index)] = weights
         status: LayerStatus = "ok"
         macs: int | None = None
         flops: int | None = None
         note = ""
-        control_flow = handler is not None and handler.control_flow and not folded
-        if folded:
-            status, macs, flops, note = "folded", 0, 0, "constant: computed once at load time"
-        elif handler is None:
+        control_flow = handler is not None and handler.control_flow
+        if handler is None:
             status, note = "unsupported", f"no cost rule for {node.native_op}"
         elif not control_flow:  # control flow: counted from the called subgraphs below
             try:
-                ctx = OpContext(graph, node, ins, outs, subgraph_cost=_complete_cost)
+                ctx = OpContext(graph, node, ins, outs, _NO_VALUES, _complete_cost)
                 cost = handler.cost(ctx)
                 macs, flops, note = cost.macs, cost.flops, cost.note
             except ShapeUnknownError as exc:
                 status, note = "unknown_shape", str(exc)
             except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as exc:
                 status, note = "unknown_shape", f"cost rule failed on this node's shapes: {exc}"
+        params = weight_bytes = runtime_weight_bytes = 0
+        for t in weights:
+            params += t.elements or 0
+            weight_bytes += t.storage_bytes
+            runtime_weight_bytes += t.nbytes or 0
         layer = LayerCost(
-            subgraph=graph.name,
-            index=node.index,
-            name=node.name,
-            op=node.op,
-            native_op=node.native_op,
-            status=status,
-            output_shapes=tuple(t.shape for t in outs),
-            output_dtypes=tuple(t.dtype.value for t in outs),
-            macs=macs,
-            flops=flops,
-            params=sum(t.elements or 0 for t in weights),
-            weight_bytes=sum(t.storage_bytes for t in weights),
-            runtime_weight_bytes=sum(t.nbytes or 0 for t in weights),
-            input_bytes=_activation_bytes(act_in),
-            output_bytes=_activation_bytes(outs),
-            note=note,
+            graph.name,
+            node.index,
+            node.name,
+            node.op,
+            node.native_op,
+            status,
+            tuple([t.shape for t in outs]),
+            tuple([_DTYPE_NAMES[t.dtype] for t in outs]),
+            macs,
+            flops,
+            params,
+            weight_bytes,
+            runtime_weight_bytes,
+            _activation_bytes(act_in),
+            _activation_bytes(outs),
+            note,
         )
         if control_flow:
             layer = self.control_flow(graph, node, layer)
-        if not folded and (layer.status in ("ok", "control_flow") or control_flow):
-            return _partial_outputs(layer, outs)
+        if layer.status in ("ok", "control_flow") or control_flow:
+            for t in outs:
+                if not t.is_static:
+                    return _partial_outputs(layer, outs)
         return layer
 
     def control_flow(self, graph: Graph, node: Node, base: LayerCost) -> LayerCost:
@@ -405,10 +460,10 @@ def _analyze_graph(graph: Graph) -> Analysis:
         if name not in walker.sub_totals:
             walker.sub_totals[name] = walker.walk(sub)
     layers = walker.layers
-    main = [ly for ly in layers if ly.subgraph == graph.name]
+    main = [ly for ly in layers if ly.subgraph == graph.name] if graph.subgraphs else layers
     # Layers of branches that cannot run with these shapes are listed, not counted.
-    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead}
-    live = [ly for i, ly in enumerate(layers) if i not in never]
+    never = {i for i, g in enumerate(walker.layer_graphs) if g in dead} if dead else set()
+    live = [ly for i, ly in enumerate(layers) if i not in never] if never else layers
 
     # Unique weights over the main graph and everything it calls.
     unique: dict[str, tuple[int, int, int]] = {}

@@ -57,6 +57,34 @@ class Quantization:
         }
 
 
+_Sizes = tuple[bool, int | None, int | None]
+_SIZES: dict[tuple[DType, Shape | None], _Sizes] = {}
+"""(dtype, shape) -> (is_static, elements, nbytes), shared by the tensors of every graph."""
+_SIZES_MAX = 1 << 16
+
+
+def nbytes_of(dtype: DType, shape: Shape | None) -> int | None:
+    """:attr:`Tensor.nbytes` of a tensor of ``dtype`` and ``shape``, without making one."""
+    try:
+        return _SIZES[dtype, shape][2]
+    except (KeyError, TypeError):
+        return Tensor("", dtype, shape).nbytes
+
+
+def _sizes(dtype: DType, shape: Shape | None, remember: bool = True) -> _Sizes:
+    n: int | None = None
+    if shape is not None and None not in shape:
+        dims = cast(tuple[int, ...], shape)
+        if not dims or min(dims) >= 0:
+            n = math.prod(dims)
+    sizes = (n is not None, n, None if n is None else (n * dtype.bits + 7) // 8)
+    if remember:
+        if len(_SIZES) >= _SIZES_MAX:
+            _SIZES.clear()
+        _SIZES[dtype, shape] = sizes
+    return sizes
+
+
 @dataclass(frozen=True, eq=False, init=False)
 class Tensor:
     """A value flowing through the graph, or a constant stored in the file.
@@ -107,28 +135,27 @@ class Tensor:
     ) -> None:
         # A frozen object's fields are written to its __dict__ once, here: a frozen
         # dataclass's generated __init__ calls object.__setattr__ per field, which costs
-        # more than the rest of building a graph's tensors.
-        n: int | None = None
-        if shape is not None and None not in shape:
-            dims = cast(tuple[int, ...], shape)
-            if not dims or min(dims) >= 0:
-                n = math.prod(dims)
-        self.__dict__.update(
-            name=name,
-            dtype=dtype,
-            shape=shape,
-            layout=layout,
-            is_constant=is_constant,
-            is_variable=is_variable,
-            quant=quant,
-            storage_bytes=storage_bytes,
-            sparse=sparse,
-            derived_from=derived_from,
-            value=value,
-            is_static=n is not None,
-            elements=n,
-            nbytes=None if n is None else (n * dtype.bits + 7) // 8,
-        )
+        # more than the rest of building a graph's tensors. Sizes are derived once per
+        # distinct (dtype, shape) (many tensors share one).
+        try:
+            sizes = _SIZES[dtype, shape]
+        except KeyError:
+            sizes = _sizes(dtype, shape)
+        except TypeError:  # an unhashable shape (a list): derived, not remembered
+            sizes = _sizes(dtype, tuple(shape) if shape is not None else None, remember=False)
+        d = self.__dict__
+        d["name"] = name
+        d["dtype"] = dtype
+        d["shape"] = shape
+        d["layout"] = layout
+        d["is_constant"] = is_constant
+        d["is_variable"] = is_variable
+        d["quant"] = quant
+        d["storage_bytes"] = storage_bytes
+        d["sparse"] = sparse
+        d["derived_from"] = derived_from
+        d["value"] = value
+        d["is_static"], d["elements"], d["nbytes"] = sizes
 
     def shape_str(self) -> str:
         if self.shape is None:
@@ -174,18 +201,17 @@ class Node:
         folded: bool = False,
     ) -> None:
         # Fields written once to the frozen object's __dict__ (see Tensor.__init__).
-        self.__dict__.update(
-            index=index,
-            name=name,
-            op=op,
-            native_op=native_op,
-            inputs=inputs,
-            outputs=outputs,
-            attrs={} if attrs is None else attrs,
-            subgraphs=subgraphs,
-            domain=domain,
-            folded=folded,
-        )
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+        d["op"] = op
+        d["native_op"] = native_op
+        d["inputs"] = inputs
+        d["outputs"] = outputs
+        d["attrs"] = {} if attrs is None else attrs
+        d["subgraphs"] = subgraphs
+        d["domain"] = domain
+        d["folded"] = folded
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,9 +10,9 @@ rule serves every format.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import cast
+import functools
 
+from infercast._records import record
 from infercast.ir.graph import Tensor
 
 
@@ -28,7 +28,7 @@ def static_shape(t: Tensor) -> tuple[int, ...]:
     """The tensor's shape with every dimension known, else :class:`ShapeUnknownError`."""
     if not t.is_static:
         raise ShapeUnknownError(t.name)
-    return tuple(map(int, cast(tuple[int, ...], t.shape)))
+    return tuple(map(int, t.shape))  # type: ignore[arg-type]  # static: no None
 
 
 def numel(t: Tensor) -> int:
@@ -39,7 +39,7 @@ def numel(t: Tensor) -> int:
     return int(n)
 
 
-@dataclass(frozen=True)
+@record
 class ActivationDims:
     batch: int
     channels: int
@@ -64,7 +64,7 @@ def activation_dims(t: Tensor, layout: str) -> ActivationDims:
     return ActivationDims(batch, channels, spatial)
 
 
-@dataclass(frozen=True)
+@record
 class KernelDims:
     out_channels: int
     in_channels: int
@@ -82,6 +82,13 @@ class KernelDims:
 def kernel_dims(w: Tensor, layout: str) -> KernelDims:
     """Output channels, input channels per group and spatial extent of a kernel."""
     shape = static_shape(w)
+    if len(shape) == len(layout) and "O" in layout:
+        out_i, in_i, spatial_i = _kernel_axes(layout)
+        return KernelDims(
+            shape[out_i],
+            shape[in_i] if in_i is not None else 1,
+            tuple([shape[i] for i in spatial_i]),
+        )
     if len(shape) != len(layout):
         spatial_n = len(shape) - 2
         # Same family of layout, more or fewer spatial axes (Conv1D/3D).
@@ -96,3 +103,10 @@ def kernel_dims(w: Tensor, layout: str) -> KernelDims:
     in_c = shape[layout.index("I")] if "I" in layout else 1
     spatial = tuple(d for d, axis in zip(shape, layout, strict=True) if axis not in "OI1")
     return KernelDims(out_c, in_c, spatial)
+
+
+@functools.lru_cache(maxsize=256)
+def _kernel_axes(layout: str) -> tuple[int, int | None, tuple[int, ...]]:
+    """Positions of the output channels, input channels and spatial axes in ``layout``."""
+    spatial = tuple(i for i, axis in enumerate(layout) if axis not in "OI1")
+    return layout.index("O"), layout.index("I") if "I" in layout else None, spatial

@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from infercast._records import record
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import numel, static_shape
 
 
-@dataclass(frozen=True)
+@record
 class OpCost:
     """Arithmetic of one node.
 
@@ -41,7 +42,7 @@ class OpCost:
     note: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class OpContext:
     """What a handler sees: the node, its input and output tensors, the graph layout."""
 
@@ -89,7 +90,10 @@ class OpContext:
         return numel(self.outputs[i])
 
     def all_out_elems(self) -> int:
-        return sum(numel(t) for t in self.outputs)
+        total = 0
+        for t in self.outputs:
+            total += numel(t)
+        return total
 
     def in_elems(self, i: int = 0) -> int:
         return numel(self.input(i))
@@ -190,12 +194,13 @@ def register(
 
 
 _QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
+_WEIGHT_DTYPES = frozenset(d for d in DType if d.is_float or d in _QUANT_STORAGE)
 
 
 def is_weight(t: Tensor) -> bool:
     """A constant that carries weights: float or quantised values. Plain integer
     constants (shapes, axes, indices) are arguments, not weights."""
-    return t.is_constant and (t.dtype.is_float or t.quant is not None or t.dtype in _QUANT_STORAGE)
+    return t.is_constant and (t.dtype in _WEIGHT_DTYPES or t.quant is not None)
 
 
 def weight_inputs(graph: Graph, node: Node, handler: Handler | None = None) -> list[Tensor]:
@@ -242,6 +247,13 @@ def relabels_input(graph: Graph, node: Node) -> bool:
         return False
     consumers = graph.consumers
     return all(not o or (o not in consumers and o not in graph.outputs) for o in node.outputs[1:])
+
+
+def handler_table() -> Mapping[str, Handler]:
+    """Canonical op -> handler, for loops that look one up per node (not a copy:
+    read it, never change it)."""
+    _load_all()
+    return _REGISTRY
 
 
 def registered_ops() -> dict[str, Handler]:

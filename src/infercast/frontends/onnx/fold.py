@@ -31,7 +31,6 @@ time and memory limits (``reader.py``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from typing import Any
@@ -194,9 +193,53 @@ def _evaluate(
     return list(out)
 
 
+class _Lazy:
+    """A value converted to numpy when first asked for (most constants never are: only
+    the inputs of nodes whose every input is constant)."""
+
+    __slots__ = ("arg", "convert", "done", "value")
+
+    def __init__(self, convert: Any, arg: Any) -> None:
+        self.convert, self.arg = convert, arg
+        self.done = False
+        self.value: np.ndarray[Any, Any] | None = None
+
+    def get(self) -> np.ndarray[Any, Any] | None:
+        if not self.done:
+            self.value = self.convert(self.arg)
+            self.done = True
+        return self.value
+
+
+def _initializer_value(init: Any) -> np.ndarray[Any, Any] | None:
+    from onnx import numpy_helper
+
+    try:
+        return np.asarray(numpy_helper.to_array(init))
+    except Exception:  # data that does not match its dims
+        return None
+
+
+def _small_constant(node: Any) -> np.ndarray[Any, Any] | None:
+    v = _value_of_constant(node)
+    return v if v is not None and _small(v) else None
+
+
+Values = dict[str, "np.ndarray[Any, Any] | _Lazy"]
+
+
+def _value(values: Values, name: str) -> np.ndarray[Any, Any] | None:
+    v = values.get(name)
+    return v.get() if isinstance(v, _Lazy) else v
+
+
 def fold_for_inference(model: Any) -> tuple[Any, int]:
     """A copy of ``model`` with small constant computations replaced by ``Constant``
-    nodes, and the number of nodes folded."""
+    nodes, and the number of nodes folded.
+
+    Initializers and ``Constant`` nodes are converted to numpy only when a node
+    whose every input is constant asks for them (:class:`_Lazy`), and only those
+    that pass the size checks (:func:`_small_dims`) are ever converted."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -208,38 +251,36 @@ def fold_for_inference(model: Any) -> tuple[Any, int]:
     deadline = time.monotonic() + MAX_SECONDS
     spent = 0
 
-    def fold_graph(g: Any, outer: dict[str, np.ndarray[Any, Any]]) -> None:
+    def fold_graph(g: Any, outer: Values) -> None:
         nonlocal folded, spent
         values = dict(outer)
         for init in g.initializer:
             if init.data_location != 1 and _small_dims(init.dims):
-                with contextlib.suppress(Exception):  # data that does not match its dims
-                    values[init.name] = np.asarray(numpy_helper.to_array(init))
-        new_nodes = []
-        for node in g.node:
+                values[init.name] = _Lazy(_initializer_value, init)
+        replaced: list[tuple[int, list[Any]]] = []  # node index -> the Constants for it
+        for i, node in enumerate(g.node):
             for a in node.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     fold_graph(a.g, values)
                 for sub in a.graphs:
                     fold_graph(sub, values)
             if node.op_type == "Constant":
-                v = _value_of_constant(node)
-                if v is not None and _small(v) and node.output:
-                    values[node.output[0]] = v
-                new_nodes.append(node)
+                if node.output:
+                    values[node.output[0]] = _Lazy(_small_constant, node)
                 continue
-            found = [values.get(n) for n in node.input if n]
-            ins = [x for x in found if x is not None]
+            names = [n for n in node.input if n]
             if (
                 node.op_type not in FOLDABLE
-                or _never_folded(node)
                 or node.domain not in ("", "ai.onnx")
-                or not ins
-                or len(ins) < len(found)
-                or any(x.dtype.kind in "OSU" for x in ins)
+                or not names
+                or any(n not in values for n in names)
+                or _never_folded(node)
                 or time.monotonic() > deadline
             ):
-                new_nodes.append(node)
+                continue
+            found = [_value(values, n) for n in names]
+            ins = [x for x in found if x is not None]
+            if len(ins) < len(found) or any(x.dtype.kind in "OSU" for x in ins):
                 continue
             sizes = _output_elements(node, ins, opsets)
             if sizes is None and node.op_type in NO_LARGER_THAN_INPUTS:
@@ -252,22 +293,33 @@ def fold_for_inference(model: Any) -> tuple[Any, int]:
                 or max(sizes, default=0) > MAX_ELEMENTS
                 or spent + touched > MAX_TOTAL_ELEMENTS
             ):
-                new_nodes.append(node)
                 continue
             spent += touched
             outs = _evaluate(node, ins, opsets)
             if outs is None or not all(isinstance(o, np.ndarray) and _small(o) for o in outs):
-                new_nodes.append(node)
                 continue
+            consts = []
             for name, arr in zip(node.output, outs, strict=False):
                 if not name:
                     continue
                 values[name] = arr
-                const = helper.make_node(
-                    "Constant", [], [name], value=numpy_helper.from_array(arr, name)
+                consts.append(
+                    helper.make_node(
+                        "Constant", [], [name], value=numpy_helper.from_array(arr, name)
+                    )
                 )
-                new_nodes.append(const)
+            replaced.append((i, consts))
             folded += 1
+        if not replaced:
+            return
+        if all(len(consts) == 1 for _, consts in replaced):
+            for i, consts in replaced:
+                g.node[i].CopyFrom(consts[0])
+            return
+        by_index = dict(replaced)
+        new_nodes: list[Any] = []
+        for i, node in enumerate(g.node):
+            new_nodes.extend(by_index.get(i, (node,)))
         del g.node[:]
         g.node.extend(new_nodes)
 

@@ -38,9 +38,9 @@ from infercast.errors import (
     too_many_nodes,
 )
 from infercast.ir.dtypes import DType
-from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor, nbytes_of
 from infercast.isolation import IsolatedError, Limits, call_worker
-from infercast.ops.registry import get_handler, registered_ops
+from infercast.ops.registry import ops_where
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -165,28 +165,39 @@ def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
 
 # TensorProto element types stored little-endian in ``raw_data`` one value per element
 # (onnx/onnx.proto3 DataType): read with numpy directly, as numpy_helper.to_array does.
-_RAW_NUMPY: dict[int, Any] = {
-    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
-    7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+_RAW_NUMPY: dict[int, np.dtype[Any]] = {
+    k: np.dtype(v)
+    for k, v in {
+        1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+        7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+    }.items()
 }  # fmt: skip
 
 
-def _small_value(t: Any, dtype: DType, n: int) -> np.ndarray[Any, Any] | None:
+def _small_value(
+    t: Any, dtype: DType, n: int, raw: bytes | None = None
+) -> np.ndarray[Any, Any] | None:
     """The value of a small integer or bool constant (shape arguments, axes, masks)
-    or of a short float vector (scalars, Resize scales)."""
+    or of a short float vector (scalars, Resize scales). ``raw``: its ``raw_data``,
+    when already read."""
     if n > 4096 or t.data_location == 1:
         return None
-    if not (dtype.is_integer or dtype == DType.BOOL or n <= 16):
+    if not (n <= 16 or dtype in _INT_OR_BOOL):
         return None
     np_type = _RAW_NUMPY.get(t.data_type)
-    if np_type is not None and t.HasField("raw_data") and sys.byteorder == "little":
-        raw = t.raw_data
-        if len(raw) == n * np.dtype(np_type).itemsize:
+    if np_type is not None and t.HasField("raw_data") and _LITTLE_ENDIAN:
+        if raw is None:
+            raw = t.raw_data
+        if len(raw) == n * np_type.itemsize:
             return np.frombuffer(raw, np_type).reshape(tuple(t.dims))
     try:
         return np.asarray(_onnx().numpy_helper.to_array(t))
     except Exception:
         return None
+
+
+_INT_OR_BOOL = frozenset(d for d in DType if d.is_integer or d == DType.BOOL)
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 # AttributeProto.AttributeType (onnx/onnx.proto3)
@@ -205,10 +216,13 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     graphs: dict[str, Any] = {}
     for a in node.attribute:
         kind = a.type
-        if kind == _A_INT:
+        # The most frequent kinds first (conv / pool geometry, axes, Constant values).
+        if kind == _A_INTS:
+            plain[a.name] = tuple(a.ints[:])
+        elif kind == _A_INT:
             plain[a.name] = a.i
-        elif kind == _A_INTS:
-            plain[a.name] = tuple(a.ints)
+        elif kind == _A_TENSOR:
+            plain[a.name] = a.t
         elif kind == _A_FLOAT:
             plain[a.name] = a.f
         elif kind == _A_STRING:
@@ -222,8 +236,6 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         elif kind == _A_GRAPHS:
             for i, g in enumerate(a.graphs):
                 graphs[f"{a.name}_{i}"] = g
-        elif kind == _A_TENSOR:
-            plain[a.name] = a.t
         elif kind == _A_SPARSE_TENSOR:
             plain[a.name] = a.sparse_tensor
         else:
@@ -234,6 +246,45 @@ def _attrs(node: Any) -> tuple[dict[str, Any], dict[str, Any]]:
                 v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
             plain[a.name] = v
     return plain, graphs
+
+
+_NodeRec = tuple[str, str, str, tuple[str, ...], tuple[str, ...], dict[str, Any], dict[str, Any]]
+"""A node as read from the proto: op_type, domain, name, inputs, outputs, plain
+attributes, and the bodies it calls (attribute key -> :class:`_ProtoGraph`)."""
+
+_NO_GRAPHS: dict[str, Any] = {}
+
+
+class _ProtoGraph:
+    """One GraphProto whose nodes are read once: each node's fields as plain Python
+    values (the protobuf is accessed here, not again by each pass that needs them),
+    and the bodies its nodes call, read the same way."""
+
+    __slots__ = ("bodies", "nodes", "proto")
+
+    def __init__(self, proto: Any) -> None:
+        self.proto = proto
+        self.nodes: list[_NodeRec] = []
+        self.bodies: list[_ProtoGraph] = []
+        append = self.nodes.append
+        for n in proto.node:
+            if n.attribute:
+                attrs, graphs = _attrs(n)
+                for key, body in graphs.items():
+                    graphs[key] = walked = _ProtoGraph(body)
+                    self.bodies.append(walked)
+            else:
+                attrs, graphs = {}, _NO_GRAPHS
+            # (a slice of a repeated field is built in C: quicker than iterating it)
+            ins, outs = tuple(n.input[:]), tuple(n.output[:])
+            append((n.op_type, n.domain, n.name, ins, outs, attrs, graphs))
+
+    def walk(self) -> list[_ProtoGraph]:
+        """This graph and every body, depth first (the order of :func:`_graph_protos`)."""
+        out = [self]
+        for body in self.bodies:
+            out.extend(body.walk())
+        return out
 
 
 def _set_input_shapes(
@@ -428,13 +479,14 @@ def _build(
     notes: list[str] = []
     _fix_inputs(path, model, input_shapes, notes)
     shapes, declared_only = _isolated_shapes(model, notes)
+    walked = _ProtoGraph(g)
     opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
     meta = {
         "ir_version": str(model.ir_version),
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "opsets": ", ".join(f"{k}={v}" for k, v in sorted(opsets.items())),
     }
-    graph = _graph(path, model.graph, {}, notes, shapes, _Constants(path))
+    graph = _graph(path, walked, {}, notes, shapes, _Constants(path))
     full = Graph(
         name=graph.name,
         format="onnx",
@@ -529,7 +581,8 @@ def _isolated_shapes(
 def _inferred_shapes_packed(blob: bytes) -> Packed:
     """In the isolated worker: :func:`_inferred_shapes` of the model in ``blob``, as JSON."""
     notes: list[str] = []
-    shapes, declared_only = _inferred_shapes(_onnx().load_model_from_string(blob), notes)
+    model = _onnx().load_model_from_string(blob)
+    shapes, declared_only = _inferred_shapes(model, _ProtoGraph(model.graph), notes)
     return {
         "shapes": {k: [d.value, None if s is None else list(s)] for k, (d, s) in shapes.items()},
         "declared_only": sorted(declared_only),
@@ -546,14 +599,14 @@ def _strict_inference(blob: bytes) -> bool:
 
 
 def _inferred_shapes(
-    model: Any, notes: list[str]
+    model: Any, walked: _ProtoGraph, notes: list[str]
 ) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
     """ONNX's shape inference over the whole model (declarations set aside, see
     :func:`_infer_over_declarations`); where it leaves used outputs unknown, again after
     folding small constant computations, if that knows more. Also the names whose
     shape comes from a declaration alone."""
-    shapes, declared_only = _infer_over_declarations(model, notes)
-    graphs = _graph_protos(model.graph)
+    shapes, declared_only = _infer_over_declarations(model, walked, notes)
+    graphs = walked.walk()
     used = _used_names(graphs)
     before = _unknown_outputs(graphs, shapes, used)
     if before:
@@ -563,7 +616,7 @@ def _inferred_shapes(
 
         work, n_folded = fold_for_inference(model)
         if n_folded:
-            again = _collect_shapes(_infer(work, notes).graph)
+            again = _collect_shapes(_infer(work, notes).graph, bool(walked.bodies))
             # What inference alone knew stays (declarations never override it).
             again.update({k: v for k, v in shapes.items() if _full(v[1])})
             after = _unknown_outputs(graphs, again, used)
@@ -638,41 +691,28 @@ def _compatible(declared: Shape, inferred: Shape) -> bool:
     )
 
 
-def _produced(g: Any, acc: set[str]) -> set[str]:
-    for node in g.node:
-        acc.update(o for o in node.output if o)
-        for a in node.attribute:
-            if a.HasField("g"):
-                _produced(a.g, acc)
-            for sub in a.graphs:
-                _produced(sub, acc)
-    return acc
-
-
-def _declarations(g: Any, produced: set[str], acc: dict[str, list[Any]]) -> dict[str, list[Any]]:
+def _declarations(graphs: list[_ProtoGraph]) -> dict[str, list[Any]]:
     """Value infos (``value_info`` and graph outputs, subgraphs included) that declare
     a shape for a node output: name -> the declaring protos. Shapes declared for
     anything else (initializers, inputs passed through, names of nothing) are cleared."""
-    for vi in [*g.output, *g.value_info]:
-        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
-            continue
-        if vi.name in produced:
-            acc.setdefault(vi.name, []).append(vi)
-        else:
-            # An initializer's dims and a graph input's declaration are what count; an
-            # entry naming nothing is left over by an optimiser's rewrite.
-            vi.type.tensor_type.ClearField("shape")
-    for node in g.node:
-        for a in node.attribute:
-            if a.HasField("g"):
-                _declarations(a.g, produced, acc)
-            for sub in a.graphs:
-                _declarations(sub, produced, acc)
+    produced = {o for pg in graphs for rec in pg.nodes for o in rec[4] if o}
+    acc: dict[str, list[Any]] = {}
+    for pg in graphs:
+        g = pg.proto
+        for vi in [*g.output, *g.value_info]:
+            if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+                continue
+            if vi.name in produced:
+                acc.setdefault(vi.name, []).append(vi)
+            else:
+                # An initializer's dims and a graph input's declaration are what count; an
+                # entry naming nothing is left over by an optimiser's rewrite.
+                vi.type.tensor_type.ClearField("shape")
     return acc
 
 
 def _infer_over_declarations(
-    model: Any, notes: list[str]
+    model: Any, walked: _ProtoGraph, notes: list[str]
 ) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
     """Shapes of every value: what inference derives from the inputs wins over what
     the file declares for a node output.
@@ -687,7 +727,7 @@ def _infer_over_declarations(
     shape is named in a note. Returns the shapes and the names whose shape comes from
     a declaration alone (the op rules may still override those).
     """
-    decls = _declarations(model.graph, _produced(model.graph, set()), {})
+    decls = _declarations(walked.walk())
     originals = {name: [vi.type.SerializeToString() for vi in vis] for name, vis in decls.items()}
     declared: dict[str, Shape | None] = {}
     for name, vis in decls.items():
@@ -695,7 +735,8 @@ def _infer_over_declarations(
         declared[name] = shape
         for vi in vis:
             vi.type.tensor_type.ClearField("shape")
-    shapes = _collect_shapes(_infer(model, notes).graph)
+    has_bodies = bool(walked.bodies)
+    shapes = _collect_shapes(_infer(model, notes).graph, has_bodies)
     inferred = {k: v for k, v in shapes.items() if k in declared}
     conflicts: list[str] = []
     used: set[str] = set()
@@ -711,13 +752,13 @@ def _infer_over_declarations(
         used.add(name)
         for vi, raw in zip(decls[name], originals[name], strict=True):
             vi.type.CopyFrom(vi.type.FromString(raw))
-    consumed = _read_names(model.graph, set())
+    consumed = _read_names(walked)
     if used and not used & consumed:
         # Declared graph outputs nothing reads: nothing downstream to propagate them to.
         shapes.update({n: (shapes.get(n, (DType.UNKNOWN, None))[0], declared[n]) for n in used})
     elif used:
         try:
-            again = _collect_shapes(_try_infer(model).graph)
+            again = _collect_shapes(_try_infer(model).graph, has_bodies)
         except Exception:
             # The declarations upset ONNX's inference (a value declared rank 0 feeding a
             # conv): keep what inference alone gave, plus the declarations used.
@@ -751,47 +792,48 @@ def _graph_protos(g: Any) -> list[Any]:
     return out
 
 
-def _collect_shapes(g: Any) -> dict[str, tuple[DType, Shape | None]]:
-    """Name -> (dtype, shape) of every typed value in ``g`` and its subgraphs."""
+def _collect_shapes(g: Any, has_bodies: bool = True) -> dict[str, tuple[DType, Shape | None]]:
+    """Name -> (dtype, shape) of every typed value in ``g`` and its subgraphs (whose
+    nodes are searched for bodies only when ``has_bodies``)."""
     acc: dict[str, tuple[DType, Shape | None]] = {}
-    for sub in _graph_protos(g):
+    decode = _type_shape_cached
+    for sub in _graph_protos(g) if has_bodies else (g,):
         for vis in (sub.input, sub.value_info, sub.output):
             for vi in vis:
                 # Many values share one type: decode each distinct TypeProto once.
-                acc[vi.name] = _type_shape_cached(vi.type.SerializeToString())
+                acc[vi.name] = decode(vi.type.SerializeToString())
     return acc
 
 
-def _read_names(g: Any, acc: set[str]) -> set[str]:
+def _read_names(walked: _ProtoGraph) -> set[str]:
     """Names read by some node, or returned by a subgraph to the node that calls it."""
-    for node in g.node:
-        acc.update(node.input)
-        for a in node.attribute:
-            bodies = [a.g] if a.HasField("g") else []
-            for body in [*bodies, *a.graphs]:
-                acc.update(o.name for o in body.output)
-                _read_names(body, acc)
+    acc: set[str] = set()
+    for pg in walked.walk():
+        for rec in pg.nodes:
+            acc.update(rec[3])
+        if pg is not walked:
+            acc.update(o.name for o in pg.proto.output)
     return acc
 
 
-def _used_names(graphs: list[Any]) -> set[str]:
+def _used_names(graphs: list[_ProtoGraph]) -> set[str]:
     """Names read by some node or returned by a graph."""
     acc: set[str] = set()
-    for g in graphs:
-        acc.update(o.name for o in g.output)
-        for node in g.node:
-            acc.update(node.input)
+    for pg in graphs:
+        acc.update(o.name for o in pg.proto.output)
+        for rec in pg.nodes:
+            acc.update(rec[3])
     return acc
 
 
 def _unknown_outputs(
-    graphs: list[Any], shapes: Mapping[str, tuple[DType, Shape | None]], used: set[str]
+    graphs: list[_ProtoGraph], shapes: Mapping[str, tuple[DType, Shape | None]], used: set[str]
 ) -> int:
     """How many used node outputs have no fully known shape."""
     n = 0
-    for g in graphs:
-        for node in g.node:
-            for out in node.output:
+    for pg in graphs:
+        for rec in pg.nodes:
+            for out in rec[4]:
                 if out and out in used:
                     shape = shapes.get(out, _UNKNOWN)[1]
                     if shape is None or None in shape:
@@ -804,7 +846,7 @@ _UNKNOWN: tuple[DType, Shape | None] = (DType.UNKNOWN, None)
 
 def _graph(
     path: str,
-    g: Any,
+    pg: _ProtoGraph,
     outer: Mapping[str, Tensor],
     notes: list[str],
     shapes: Mapping[str, tuple[DType, Shape | None]],
@@ -815,6 +857,7 @@ def _graph(
     Types and shapes come from ``shapes`` (ONNX's inference over the whole model,
     which keeps what the file declares); ``outer`` holds the enclosing graphs'
     tensors a body may read."""
+    g = pg.proto
     tensors = _initializer_tensors(g)
     init_names = set(tensors)
     inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
@@ -822,7 +865,8 @@ def _graph(
         in_dtype, in_shape = shapes.get(name, _UNKNOWN)
         tensors[name] = Tensor(name, in_dtype, in_shape, _layout(in_shape))
     reading = _Reading(path, tensors, outer, notes, shapes, constants)
-    nodes = [reading.node(i, n) for i, n in enumerate(g.node)]
+    node = reading.node
+    nodes = [node(i, rec) for i, rec in enumerate(pg.nodes)]
     outputs = tuple(vi.name for vi in g.output)
     for name in outputs:
         reading.ensure(name)
@@ -848,13 +892,14 @@ def _initializer_tensors(g: Any) -> dict[str, Tensor]:
         shape = tuple(t.dims)
         n = math.prod(shape)
         name = t.name
+        if t.data_location == 1:  # EXTERNAL
+            storage, value = _initializer_bytes(t, dtype, n), None
+        else:
+            raw = t.raw_data
+            storage = len(raw) if raw else _initializer_bytes(t, dtype, n)
+            value = _small_value(t, dtype, n, raw)
         tensors[name] = Tensor(
-            name,
-            dtype,
-            shape,
-            is_constant=True,
-            storage_bytes=_initializer_bytes(t, dtype, n),
-            value=_small_value(t, dtype, n),
+            name, dtype, shape, is_constant=True, storage_bytes=storage, value=value
         )
     for t in g.sparse_initializer:
         v = t.values
@@ -891,7 +936,7 @@ class _Reading:
         self.constants = constants
         self.subgraphs: dict[str, Graph] = {}
         self.seen_names: set[str] = set()
-        self.handlers = registered_ops()
+        self.never_folded = _never_folded()
 
     def ensure(self, name: str) -> None:
         """``name`` must be known: produced earlier, a constant, or an outer value."""
@@ -905,54 +950,68 @@ class _Reading:
             "the graph is truncated, corrupt or not topologically sorted",
         )
 
-    def node(self, i: int, n: Any) -> Node:
+    def node(self, i: int, rec: _NodeRec) -> Node:
+        op_type, domain, name, ins, outs, attrs, graph_attrs = rec
         tensors = self.tensors
-        ins = tuple(n.input)
         for x in ins:
             if x not in tensors:
                 self.ensure(x)
-        op_type, domain = n.op_type, n.domain
         op = canonical_name(op_type, domain)
-        attrs, graph_attrs = _attrs(n) if len(n.attribute) else ({}, {})
-        outs = tuple(n.output)
-        name = n.name or (outs[0] if outs else f"{op_type}_{i}")
-        if name in self.seen_names:
+        name = name or (outs[0] if outs else f"{op_type}_{i}")
+        seen = self.seen_names
+        if name in seen:
             name = f"{name}#{i}"
-        self.seen_names.add(name)
-        called = tuple(self.body(name, key, body, attrs) for key, body in graph_attrs.items())
+        seen.add(name)
+        if graph_attrs:
+            attrs = dict(attrs)
+            called = tuple(self.body(name, key, body, attrs) for key, body in graph_attrs.items())
+        else:
+            called = ()
         in_tensors = [tensors[x] if x else None for x in ins]
-        const_ins = [t for t in in_tensors if t is not None]
-        folded = self.folded(op, const_ins)
+        folded = self.folded(op, in_tensors)
         if op in _CANONICAL_ATTR_OPS:
-            attrs = _canonical_attrs(op, attrs, in_tensors)
+            attrs = _canonical_attrs(op, dict(attrs), in_tensors)
             if op == "conv":
                 op = _maybe_depthwise(attrs, in_tensors)
         shapes = self.shapes
-        for out_name in outs:
-            if not out_name:
-                continue
-            o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
-            if folded:
-                tensors[out_name] = _output_tensor(out_name, o_dtype, o_shape, op, attrs, const_ins)
-            else:
-                tensors[out_name] = Tensor(out_name, o_dtype, o_shape, _layout(o_shape))
-        if op == "constant":
-            attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
+        if folded:
+            const_ins = [t for t in in_tensors if t is not None]
+            for out_name in outs:
+                if out_name:
+                    o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
+                    tensors[out_name] = _output_tensor(
+                        out_name, o_dtype, o_shape, op, attrs, const_ins
+                    )
+            if op == "constant":
+                attrs = {k: v for k, v in attrs.items() if not hasattr(v, "SerializeToString")}
+        else:
+            for out_name in outs:
+                if out_name:
+                    o_dtype, o_shape = shapes.get(out_name, _UNKNOWN)
+                    tensors[out_name] = Tensor(
+                        out_name,
+                        o_dtype,
+                        o_shape,
+                        "NCHW" if o_shape is not None and len(o_shape) == 4 else None,
+                    )
         return Node(i, name, op, op_type, ins, outs, attrs, called, domain, folded)
 
-    def folded(self, op: str, const_ins: list[Tensor]) -> bool:
-        """Computed once at load: a Constant, or an op of constant inputs only that draws
-        no random values and calls no subgraph."""
+    def folded(self, op: str, in_tensors: list[Tensor | None]) -> bool:
+        """Computed once at load: a Constant, or an op of constant inputs only (at least
+        one) that draws no random values and calls no subgraph."""
         if op == "constant":
             return True
-        if not const_ins:
+        if op in self.never_folded:
             return False
-        facts = self.handlers.get(op)
-        if facts is not None and (facts.nondeterministic or facts.control_flow):
-            return False
-        return all(t.is_constant for t in const_ins)
+        some = False
+        for t in in_tensors:
+            if t is not None:
+                if not t.is_constant:
+                    return False
+                some = True
+        return some
 
-    def body(self, name: str, key: str, body: Any, attrs: dict[str, Any]) -> str:
+    def body(self, name: str, key: str, body: _ProtoGraph, attrs: dict[str, Any]) -> str:
         """Read a called body (it sees every tensor known so far); its name."""
         sub_name = f"{name}/{key}"
         attrs[f"{key}_subgraph"] = sub_name
@@ -962,6 +1021,16 @@ class _Reading:
             self.path, body, visible, self.notes, self.shapes, self.constants
         )
         return sub_name
+
+
+@functools.cache
+def _never_folded() -> frozenset[str]:
+    """Ops never computed at load time: random draws, control flow (the op table's facts)."""
+    return ops_where(lambda h: h.nondeterministic or h.control_flow)
+
+
+_GENERATORS = ops_where(lambda h: h.generator)
+"""Ops that make a tensor from arguments alone (the op table's facts)."""
 
 
 def _layout(shape: Shape | None) -> str | None:
@@ -983,13 +1052,12 @@ def _output_tensor(
     if op == "constant":
         proto = next((v for v in attrs.values() if hasattr(v, "SerializeToString")), None)
         if proto is not None and hasattr(proto, "data_type"):
-            onnx = _onnx()
             dtype = _dtype(proto.data_type)
-            shape = tuple(int(d) for d in proto.dims)
-            n = int(np.prod(shape)) if shape else 1
+            dims: tuple[int, ...] = tuple(proto.dims)
+            shape = dims
+            n = math.prod(dims)
             storage = _initializer_bytes(proto, dtype, n)
             value = _small_value(proto, dtype, n)
-            del onnx
         else:
             for k in ("value_int", "value_ints", "value_float", "value_floats"):
                 if k in attrs:
@@ -997,24 +1065,13 @@ def _output_tensor(
                     storage = arr.nbytes
                     if arr.dtype.kind == "i":
                         value = arr.astype(np.int64)
-    elif (facts := get_handler(op)) is not None and facts.generator:
-        t = Tensor(name=name, dtype=dtype, shape=shape)
-        storage = t.nbytes or 0
+    elif op in _GENERATORS:
+        storage = nbytes_of(dtype, shape) or 0
     else:
         src = max(const_ins, key=lambda t: t.storage_bytes)
         storage = src.storage_bytes
         derived = src.derived_from or src.name
-    quant = None
-    return Tensor(
-        name=name,
-        dtype=dtype,
-        shape=shape,
-        is_constant=True,
-        storage_bytes=storage,
-        derived_from=derived,
-        value=value,
-        quant=quant,
-    )
+    return Tensor(name, dtype, shape, None, True, False, None, storage, False, derived, value)
 
 
 _CANONICAL_ATTR_OPS = frozenset(

@@ -11,6 +11,8 @@ large tensors left out, so the bytes of the weights are never paged in or
 parsed (a 200 MB ``Constant`` used to cost 1.2 GB); their sizes follow from
 ``dims`` and ``data_type``, which are kept. Everything else (nodes, attributes,
 value_info, small tensors that shape inference reads) is copied byte for byte.
+Only messages longer than :data:`LARGE_BYTES` are entered: a small node is
+copied without being read.
 Messages nested deeper than :data:`MAX_DEPTH` are refused.
 
 Wire format: https://protobuf.dev/programming-guides/encoding/ — each field is
@@ -100,28 +102,46 @@ def _rewrite(
     pos = start
     while pos < end:
         field_start = pos
-        key, pos = _varint(buf, pos, end)
+        # Keys and lengths under 128 (most of them) are one byte: read those inline.
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
         field, wire = key >> 3, key & 7
         if wire != 2:
             pos = _skip(buf, pos, end, wire)
             continue
-        n, data_start = _varint(buf, pos, end)
+        if pos >= end:
+            raise WireError("truncated varint")
+        n = buf[pos]
+        if n < 0x80:
+            data_start = pos + 1
+        else:
+            n, data_start = _varint(buf, pos, end)
         data_end = data_start + n
         if data_end > end:
             raise WireError("length-delimited field runs past the end of its message")
         pos = data_end
-        replace: bytes | None = None
-        if field in children and n > LARGE_BYTES:
-            replace = _rewrite(buf, data_start, data_end, children[field], stats, depth + 1)
-        elif level == "tensor" and field in _TENSOR_DATA_FIELDS and n > LARGE_BYTES:
-            stats[0] += n
-            parts.append(buf[copy_from:field_start])
-            copy_from = pos
+        if n <= LARGE_BYTES:
+            continue  # small: copied without being entered
+        if level == "tensor":
+            if field in _TENSOR_DATA_FIELDS:
+                stats[0] += n
+                parts.append(buf[copy_from:field_start])
+                copy_from = pos
             continue
-        if replace is not None:
-            parts.append(buf[copy_from:field_start])
-            parts.append(_encode_varint(key) + _encode_varint(len(replace)) + replace)
-            copy_from = pos
+        child = children.get(field)
+        if child is None:
+            continue
+        replace = _rewrite(buf, data_start, data_end, child, stats, depth + 1)
+        if len(replace) == n:
+            continue  # nothing left out inside: copied as it is
+        parts.append(buf[copy_from:field_start])
+        parts.append(_encode_varint(key) + _encode_varint(len(replace)) + replace)
+        copy_from = pos
+    if not parts:
+        return bytes(buf[start:end])  # nothing left out: the original bytes
     parts.append(buf[copy_from:end])
     return b"".join(parts)
 

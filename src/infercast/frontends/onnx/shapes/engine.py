@@ -212,6 +212,13 @@ class _GraphPass:
     def run(self) -> tuple[Graph, dict[str, np.ndarray[Any, Any]]]:
         tensors = self.tensors
         for node in self.graph.nodes:
+            if (
+                not node.subgraphs
+                and node.op not in VALUE_RULES
+                and node.op != "if"
+                and not self.needs_shapes(node)
+            ):
+                continue  # no rule to apply, no value to propagate
             ins = [tensors.get(n) if n else None for n in node.inputs]
             sub_values = self.bodies(node, ins)
             outs = [tensors[n] for n in node.outputs if n and n in tensors]
@@ -260,7 +267,9 @@ class _GraphPass:
         return sub_values
 
     def needs_shapes(self, node: Node) -> bool:
-        if node.op in ONNX_INFERENCE_WRONG or any(n in self.dirty for n in node.inputs if n):
+        if node.op in ONNX_INFERENCE_WRONG:
+            return True
+        if self.dirty and any(n in self.dirty for n in node.inputs if n):
             return True
         tensors, declared = self.tensors, self.state.declared
         return any(
