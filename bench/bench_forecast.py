@@ -59,16 +59,16 @@ OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False},
-    "peak": {"cold": False, "spill": False, "pointwise": False, "free_peak": True},
-    "cold+pw": {"cold": True, "spill": False, "pointwise": True, "free_peak": True},
+    "1pass": {"reread": False},
     "new": {},
 }
 """Calibrations fitted side by side on the same measurements: name -> options of
 ``calibrate_from_timings``: ``cold`` (fit the micro-kernels' runs timed after the L2 cache
 was flushed, not those timed back to back), ``spill`` (fit the bandwidth beyond the L2
 cache), ``pointwise`` (1x1 convs' own efficiency), ``free_peak`` (let the fit raise the
-detected peak). ``old`` is what calibration did before; ``new`` (no options) is what
-``infercast calibrate`` does now for the runtime."""
+detected peak), ``reread`` (weights beyond the cache streamed once per block of GEMM rows;
+``1pass``: read once). ``old`` is what calibration did before the cold runs; ``new`` (no
+options) is what ``infercast calibrate`` does now for the runtime."""
 
 
 def _ms(s: float) -> str:
@@ -182,6 +182,7 @@ def host(
                 f"{f.invoke_overhead_s * 1e6:.2f} us; ch x{f.channel_multiple}; "
                 + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
                 + (f"; beyond L2 {f.spill_bandwidth / 1e9:.1f} GB/s" if f.spill_bandwidth else "")
+                + (f"; GEMM rows/pass {f.gemm_block_rows}" if f.gemm_block_rows else "")
                 + (f"; peak x{f.peak_scale:.2f}" if f.peak_scale != 1 else "")
             )
             target = load_target(str(path))

@@ -100,6 +100,11 @@ class ComputeUnit:
     a stall on top of the kernel's time; 0: no such effect."""
     spill_bandwidth_bytes_per_s: float = 0.0
     """Bandwidth of the bytes beyond ``cache_bytes`` (calibration fits it); 0: no effect."""
+    gemm_block_rows: int = 0
+    """CPU units: rows of the output (pixels of a conv, rows of an FC) a GEMM micro-kernel
+    computes per pass over the packed weights. Weights larger than ``cache_bytes`` are
+    streamed again from the next level once per such block of rows (XNNPACK: its micro-kernel
+    tile ``mr``); 0: weights are read once."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""
@@ -403,6 +408,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
         "ifm_refetch_depth",
         "cache_bytes",
         "spill_bandwidth_bytes_per_s",
+        "gemm_block_rows",
     )
     for k in t:
         if k not in allowed and not PEAK_KEY.match(k):
@@ -471,6 +477,7 @@ def _unit(errs: _Errors, name: str, t: Mapping[str, Any]) -> ComputeUnit:
             0.0,
             allow_zero=True,
         ),
+        gemm_block_rows=_count(errs, t, "gemm_block_rows", p + "gemm_block_rows"),
     )
 
 
