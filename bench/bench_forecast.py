@@ -58,8 +58,9 @@ from infercast.targets.schema import Target  # noqa: E402
 OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False},
-    "1pass": {"reread": False},
+    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False, "layout": False},
+    "prev": {"reread": False, "layout": False, "cold": "litert"},
+    "warm": {"cold": False},
     "new": {},
 }
 """Calibrations fitted side by side on the same measurements: name -> options of
@@ -67,7 +68,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
 was flushed, not those timed back to back), ``spill`` (fit the bandwidth beyond the L2
 cache), ``pointwise`` (1x1 convs' own efficiency), ``free_peak`` (let the fit raise the
 detected peak), ``reread`` (weights beyond the cache streamed once per block of GEMM rows;
-``1pass``: read once). ``old`` is what calibration did before the cold runs; ``new`` (no
+``layout`` (ONNX Runtime: take its NCHWc layout conversions' share off each micro-kernel's
+time). A ``cold`` naming a runtime: cold for that runtime only. ``old`` is what calibration
+did before the cold runs; ``prev`` before the layout conversions were taken off and ONNX
+Runtime's kernels fitted cold; ``warm`` is ``new`` fitted on the warm runs; ``new`` (no
 options) is what ``infercast calibrate`` does now for the runtime."""
 
 
@@ -163,6 +167,10 @@ def host(
     for clock in clocks:
         for variant, options in VARIANTS.items():
             col = f"{variant}/{clock}"
+            options = {
+                k: (v == runtime) if k == "cold" and isinstance(v, str) else v
+                for k, v in options.items()
+            }
             cal = calibrate_from_timings(
                 load_target("host"),
                 runtime,
