@@ -49,7 +49,7 @@ from build_fixtures import ensure  # noqa: E402
 from infercast import estimate  # noqa: E402
 from infercast.estimate.calibrate import calibrate_from_timings, calibrated_toml  # noqa: E402
 from infercast.estimate.fit import FitResult, Sample, fit_params, predict  # noqa: E402
-from infercast.estimate.measure import Timing, l2_bytes, measure  # noqa: E402
+from infercast.estimate.measure import Timing, l2_bytes, measure, ort_layout_share  # noqa: E402
 from infercast.estimate.microkernels import build, default_specs  # noqa: E402
 from infercast.frontends import load  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
@@ -103,17 +103,22 @@ def _timings_file(runtime: str, threads: int) -> Path:
     return OUT / f"timings-{runtime}-{threads}t.json"
 
 
-def _save_timings(path: Path, cal: list[Timing], val: list[Timing]) -> None:
-    path.write_text(
-        json.dumps(
-            {"calibration": [asdict(t) for t in cal], "validation": [asdict(t) for t in val]}
-        )
-    )
+def _save_timings(
+    path: Path, cal: list[Timing], val: list[Timing], shares: list[float] | None
+) -> None:
+    d: dict[str, Any] = {
+        "calibration": [asdict(t) for t in cal],
+        "validation": [asdict(t) for t in val],
+    }
+    if shares is not None:
+        d["layout_shares"] = shares
+    path.write_text(json.dumps(d))
 
 
-def _load_timings(path: Path) -> tuple[list[Timing], list[Timing]]:
+def _load_timings(path: Path) -> tuple[list[Timing], list[Timing], list[float] | None]:
     d = json.loads(path.read_text())
-    return [Timing(**t) for t in d["calibration"]], [Timing(**t) for t in d["validation"]]
+    cal = [Timing(**t) for t in d["calibration"]]
+    return cal, [Timing(**t) for t in d["validation"]], d.get("layout_shares")
 
 
 def _summary(errs: list[float]) -> dict[str, float]:
@@ -150,16 +155,22 @@ def host(
     paths = build(specs, "onnx" if runtime == "ort" else "tflite")
     models = host_models(runtime)
     saved = _timings_file(runtime, threads)
-    if reuse and saved.is_file():
-        cal_t, val_t = _load_timings(saved)
+    shares: list[float] | None = None
+    fresh = not (reuse and saved.is_file())
+    if not fresh:
+        cal_t, val_t, shares = _load_timings(saved)
         print(f"\n== host, {runtime}, {threads} thread(s): measurements reused from {saved}")
     else:
         cal_t = measure(
             paths, runtime, threads, budget_s=cal_budget, progress=_log, cold_bytes=2 * l2_bytes()
         )
         val_t = measure(models, runtime, threads, budget_s=val_budget, progress=_log)
-        _save_timings(saved, cal_t, val_t)
         print(f"\n== host, {runtime}, {threads} thread(s): measured in {time.time() - t0:.0f} s")
+    if runtime == "ort" and shares is None:  # measured once, for every variant and refit
+        shares = [ort_layout_share(t.path, threads) for t in cal_t]
+        fresh = True
+    if fresh:
+        _save_timings(saved, cal_t, val_t, shares)
     graphs = {str(m): load(m) for m in models}
     uncal = load_target("host")
     out: dict[str, Any] = {"runtime": runtime, "threads": threads, "variants": {}}
@@ -178,6 +189,7 @@ def host(
                 cal_t,
                 threads=threads,
                 clock=clock,
+                layout_shares=shares,
                 **options,
             )
             f = cal.fit

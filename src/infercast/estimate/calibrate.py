@@ -190,6 +190,7 @@ def calibrate_from_timings(
     free_peak: bool = True,
     reread: bool | None = None,
     layout: bool | None = None,
+    layout_shares: Sequence[float] | None = None,
 ) -> CalibrationResult:
     """Fit ``target`` to micro-kernel ``timings`` already measured (one per spec, in order):
     the fit step of :func:`calibrate_runtime`, apart so that one set of measurements can be
@@ -206,7 +207,8 @@ def calibrate_from_timings(
     ``layout`` (default: for ONNX Runtime): take off each micro-kernel's time the share its
     NCHWc layout conversions take in ORT's own profile of it
     (:func:`infercast.estimate.measure.ort_layout_share`): a one-op conv model converts its
-    input and output, a conv inside a whole model does not."""
+    input and output, a conv inside a whole model does not. ``layout_shares``: those shares
+    measured already (one per timing), so that refits of one set of measurements agree."""
     from infercast.frontends import load
 
     check_clock(clock, threads)
@@ -215,10 +217,12 @@ def calibrate_from_timings(
     t0 = time.perf_counter()
     seconds = cold_times(timings, clock) if cold else [t.min_of(clock) for t in timings]
     if runtime == "ort" if layout is None else layout:
-        seconds = [
-            sec * (1.0 - ort_layout_share(t.path, threads))
-            for t, sec in zip(timings, seconds, strict=True)
-        ]
+        shares = (
+            list(layout_shares)
+            if layout_shares is not None
+            else [ort_layout_share(t.path, threads) for t in timings]
+        )
+        seconds = [sec * (1.0 - sh) for sec, sh in zip(seconds, shares, strict=True)]
     graphs = [
         (s.name, load(t.path), sec) for s, t, sec in zip(specs, timings, seconds, strict=True)
     ]
