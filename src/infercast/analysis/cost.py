@@ -18,16 +18,21 @@ Conventions (stated in every output):
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from infercast._gc import paused_gc
 from infercast._records import record
 from infercast.analysis.loops import trip_count
+from infercast.errors import ModelFileError
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
 from infercast.ops.registry import OpContext, OpCost, get_handler, weight_inputs
+
+MAX_CALL_DEPTH = 64
+"""Deepest chain of subgraphs calling subgraphs analysed (deeper: a corrupt file)."""
 
 
 @record
@@ -193,6 +198,7 @@ class _Walker:
         """id() of the graph of each entry of ``layers``."""
         # (graph name, node index) -> the node's weight tensors, for the unique totals
         self.weights: dict[tuple[str, int], list[Tensor]] = {}
+        self.depth = 0
 
     def walk(self, graph: Graph) -> tuple[int | None, int | None]:
         """Append the layers of ``graph``; return its (MACs, FLOPs). When some layer
@@ -219,7 +225,15 @@ class _Walker:
                 self.sub_totals[name] = (None, None)
             else:
                 self.sub_totals[name] = (0, 0)  # guards recursion
+                self.depth += 1
+                if self.depth > MAX_CALL_DEPTH:
+                    raise ModelFileError(
+                        f"{self.root.path}: subgraphs call each other more than "
+                        f"{MAX_CALL_DEPTH} deep",
+                        "the file is corrupt or crafted",
+                    )
                 self.sub_totals[name] = self.walk(sub)
+                self.depth -= 1
         return self.sub_totals[name]
 
     def layer(self, graph: Graph, node: Node) -> LayerCost:
@@ -353,9 +367,37 @@ def _complete_cost(sub: Graph) -> OpCost | None:
     return OpCost(macs=result.totals.macs, flops=result.totals.flops)
 
 
-@paused_gc()
+_MEMO: ContextVar[dict[int, tuple[Graph, Analysis]] | None] = ContextVar("memo", default=None)
+
+
 def analyze_graph(graph: Graph) -> Analysis:
-    """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph)."""
+    """Per-layer and total compute of ``graph`` (subgraphs listed after the main graph).
+
+    While one analysis runs, a graph reached again (a control-flow body an op handler
+    costs through this function) is analysed once: nested ``If`` bodies cost linear
+    time in the depth, not 2^depth."""
+    memo = _MEMO.get()
+    if memo is None:
+        memo = {}
+        token = _MEMO.set(memo)
+        try:
+            return _memoised(graph, memo)
+        finally:
+            _MEMO.reset(token)
+    return _memoised(graph, memo)
+
+
+def _memoised(graph: Graph, memo: dict[int, tuple[Graph, Analysis]]) -> Analysis:
+    hit = memo.get(id(graph))
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    result = _analyze_graph(graph)
+    memo[id(graph)] = (graph, result)
+    return result
+
+
+@paused_gc()
+def _analyze_graph(graph: Graph) -> Analysis:
     walker = _Walker(graph)
     dead = dead_graphs(graph)
     walker.walk(graph)

@@ -14,14 +14,38 @@ import math
 
 import numpy as np
 
+from infercast.errors import ModelFileError, printable
 from infercast.ir.graph import Graph, Node, Tensor
 
 
-def _scalar(t: Tensor | None) -> float | None:
+def _scalar(t: Tensor | None) -> int | float | None:
+    """A constant scalar, exactly: an int for integer tensors (INT64_MAX stays INT64_MAX),
+    a float for the others."""
     if t is None or not t.is_constant or t.value is None:
         return None
     v = np.ravel(t.value)
-    return float(v[0]) if v.size == 1 else None
+    if v.size != 1:
+        return None
+    x = v[0].item()
+    return x if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def _finite(*xs: int | float | None) -> bool:
+    return all(x is not None and math.isfinite(x) for x in xs)
+
+
+def _loop_trips(graph: Graph, node: Node) -> int | None:
+    """ONNX ``Loop``'s constant maximum trip count M, validated: a non-negative integer."""
+    m = _scalar(graph.tensors.get(node.inputs[0])) if node.inputs and node.inputs[0] else None
+    if m is None:
+        return None
+    if not _finite(m) or m != int(m) or m < 0:
+        raise ModelFileError(
+            f"{graph.path}: Loop '{printable(node.name)[:80]}': its trip count {m} is not a "
+            "non-negative whole number of iterations",
+            "the file is corrupt or crafted",
+        )
+    return int(m)
 
 
 def _while_trip_count(graph: Graph, node: Node, cond: Graph, body: Graph) -> int | None:
@@ -30,12 +54,12 @@ def _while_trip_count(graph: Graph, node: Node, cond: Graph, body: Graph) -> int
     producer = {o: n for n in cond.nodes for o in n.outputs}
     body_producer = {o: n for n in body.nodes for o in n.outputs}
 
-    def trips_of(tensor: str) -> int | None:
+    def trips_of(tensor: str, seen: frozenset[str] = frozenset()) -> int | None:
         n = producer.get(tensor)
-        if n is None:
+        if n is None or tensor in seen or len(seen) > 64:  # a cycle, or a crafted chain
             return None
         if n.op == "logical_and":
-            counts = [trips_of(i) for i in n.inputs if i]
+            counts = [trips_of(i, seen | {tensor}) for i in n.inputs if i]
             known = [c for c in counts if c is not None]
             return min(known) if known else None
         if n.op not in ("less", "less_equal") or len(n.inputs) != 2:
@@ -55,10 +79,13 @@ def _while_trip_count(graph: Graph, node: Node, cond: Graph, body: Graph) -> int
             return None
         other = [i for i in step_node.inputs if i != body.inputs[k]]
         step = _scalar(body.tensors.get(other[0])) if other else None
-        if not step or step <= 0:
-            return None
+        if not step or step <= 0 or not _finite(init, limit, step):
+            return None  # NaN / inf bounds: the iterations are not fixed in the graph
         span = limit - init + (1 if n.op == "less_equal" else 0)
-        return max(0, math.ceil(span / step))
+        if isinstance(span, int) and isinstance(step, int):
+            return max(0, -(-span // step))
+        trips = span / step
+        return max(0, math.ceil(trips)) if math.isfinite(trips) else None
 
     return trips_of(cond.outputs[0])
 
@@ -72,18 +99,16 @@ def trip_count(graph: Graph, node: Node, subgraphs: dict[str, Graph]) -> int | N
             return None
         return _while_trip_count(graph, node, cond, body)
     if node.op == "loop":
-        m = _scalar(graph.tensors.get(node.inputs[0])) if node.inputs and node.inputs[0] else None
-        return None if m is None else int(m)
+        return _loop_trips(graph, node)
     if node.op == "scan":
         n_scan = int(node.attrs.get("num_scan_inputs", 0))
-        if n_scan <= 0:
+        if not 0 < n_scan <= len(node.inputs):
             return None
         first_scan = node.inputs[len(node.inputs) - n_scan]
         t = graph.tensors.get(first_scan)
         axes = node.attrs.get("scan_input_axes", ())
         axis = int(axes[0]) if isinstance(axes, tuple | list) and axes else 0
-        if t is None or t.shape is None or not t.shape:
+        if t is None or t.shape is None or not -len(t.shape) <= axis < len(t.shape):
             return None
-        d = t.shape[axis]
-        return d
+        return t.shape[axis]
     return None

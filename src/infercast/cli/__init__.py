@@ -21,6 +21,7 @@ parameters, and register it below.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 from typer.exceptions import TyperException
@@ -78,6 +79,9 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the app on ``argv``; every error becomes one line on stderr and an exit code."""
+    # A library's warning (numpy's divide by zero in a model's constants, a deprecation)
+    # is not the user's business: stderr holds the one line of an error, or nothing.
+    warnings.simplefilter("ignore")
     try:
         rv = app(args=argv, standalone_mode=False)
     except InfercastError as exc:

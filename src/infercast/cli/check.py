@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from infercast.cli.common import (
+    EXIT_INCOMPLETE,
     CheckFormat,
     CheckFormatOpt,
     ColumnsOpt,
     InputShapeOpt,
     ModelArg,
     OutOpt,
-    Output,
     SortOpt,
     TargetOpt,
     TopNOpt,
+    exit_if_incomplete,
+    load_on_target,
     table_options,
 )
 
@@ -36,16 +38,13 @@ def check(
     the partially mapped ones.
     """
     import infercast.api as api
-    from infercast.frontends import parse_input_shapes
-    from infercast.report.placement import render_table
+    from infercast.report.placement import incomplete_message, render_table
 
     opts = table_options(columns, sort, top)
-    tgt = api.load_target(target)
-    out = Output(output, [model, tgt.path, *tgt.chain])
-    result = api.check(api.load(model, parse_input_shapes(input_shape or [])), tgt)
-    if fmt is CheckFormat.json:
-        out.json(result.to_dict())
-    else:
-        out.rich(render_table(result, opts))
+    graph, tgt, out = load_on_target(model, input_shape, target, output)
+    result = api.check(graph, tgt)
+    out.result(fmt, result.to_dict, lambda: render_table(result, opts))
+    if result.exit_code == EXIT_INCOMPLETE:
+        exit_if_incomplete(incomplete_message(result))
     if result.exit_code:
         raise SystemExit(result.exit_code)

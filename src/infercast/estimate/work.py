@@ -481,6 +481,46 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
     return kernels(dev, proc, elided), elided
 
 
+def is_serial(target: Target, unit: str, graph: Graph, node: Node) -> bool:
+    """``node`` is one of ``unit``'s ``serial_ops`` (by op name, or ``op:dtype``)."""
+    u = target.units.get(unit)
+    if u is None or not u.serial_ops:
+        return False
+    dt = compute_dtype(graph, node)
+    return node.op in u.serial_ops or (
+        dt is not None and f"{node.op}:{dtype_key(dt)}" in u.serial_ops
+    )
+
+
+def split_serial(
+    dev: Graph, report: PlacementReport, target: Target, groups: list[Kernel]
+) -> list[Kernel]:
+    """``groups`` with every serial op (:func:`is_serial`) cut out as a kernel of its own,
+    and what followed it in its group as another: the runtime runs it apart (a delegate
+    partition ends before it and a new one starts after it)."""
+    unit = {ly.index: ly.unit for ly in report.layers}
+    nodes = {n.index: n for n in dev.nodes}
+    out: list[Kernel] = []
+    for k in groups:
+        if len(k.members) == 1 or not any(
+            is_serial(target, unit.get(i, ""), dev, nodes[i]) for i in k.members[1:]
+        ):
+            out.append(k)
+            continue
+        run: list[int] = []
+        for i in k.members:
+            if is_serial(target, unit.get(i, ""), dev, nodes[i]):
+                if run:
+                    out.append(Kernel(run[0], tuple(run)))
+                out.append(Kernel(i, (i,)))
+                run = []
+            else:
+                run.append(i)
+        if run:
+            out.append(Kernel(run[0], tuple(run)))
+    return out
+
+
 def _transfers(report: PlacementReport, groups: list[Kernel]) -> dict[int, list[int]]:
     """Crossing bytes per kernel anchor: charged to the receiving layer, model outputs to
     their producer."""
@@ -653,7 +693,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         known=known,
         elided=len(members) == 1 and k.anchor in ctx.elided,
         per_channel=per_channel_weights(dev, anchor),
-        parallel=cls in PARALLEL_CLASSES,
+        parallel=cls in PARALLEL_CLASSES and not is_serial(target, lp.unit, dev, anchor),
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
         refetch_bytes=refetch,
         separate_ports=_separate_ports(target, a_mem, w_mem),
@@ -667,6 +707,7 @@ def build_works(
 ) -> tuple[list[tuple[Kernel, Work]], list[str]]:
     """One :class:`Work` per kernel of the device graph ``dev``, and the notes it raised."""
     groups, elided = _groups(dev, report, fuse)
+    groups = split_serial(dev, report, target, groups)
     ctx = _Context(
         dev=dev,
         target=target,

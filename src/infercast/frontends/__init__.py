@@ -6,27 +6,60 @@ carries the identifier ``TFL3`` at byte 4; anything else is tried as ONNX.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import mmap
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from infercast._gc import paused_gc
-from infercast.errors import InputShapeError, ModelFileError
+from infercast.errors import InputShapeError, ModelFileError, regular_file
 from infercast.ir.graph import Graph, Shape
 
 __all__ = ["load", "parse_input_shapes"]
+
+MAX_DIM = 2**31 - 1
+"""Largest dimension ``--input-shape`` takes (TFLite stores dimensions as int32)."""
+MAX_RANK = 16
+
+
+MAX_TENSOR_BYTES = 1 << 48
+"""Largest tensor a model may hold (256 TiB): beyond it the file is corrupt or crafted."""
+MAX_STRUCTURE_BYTES = 64 << 20
+"""Largest ONNX graph without its weights (a 100,000-node graph is about 20 MB)."""
+MAX_GRAPH_BYTES = 1 << 56
+"""Largest sum of all tensors' sizes (the memory planner sums them in int64)."""
 
 
 @paused_gc()
 def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None = None) -> Graph:
     """Read a ``.tflite`` or ``.onnx`` model into a :class:`Graph`."""
-    p = Path(path)
-    if not p.exists():
-        raise ModelFileError(f"{p}: no such file")
-    if p.is_dir():
-        raise ModelFileError(f"{p}: is a directory, not a model file")
+    graph = _load(Path(path), input_shapes)
+    _check_sizes(graph)
+    return graph
+
+
+def _check_sizes(graph: Graph) -> None:
+    """Refuse tensors no device holds: sizes that overflow the planner's arithmetic are
+    a corrupt file, said in one line, not an overflow later."""
+    total = 0
+    for _, g in graph.all_graphs():
+        for t in g.tensors.values():
+            n = t.nbytes or 0
+            total += max(n, 0)
+            if n > MAX_TENSOR_BYTES or total > MAX_GRAPH_BYTES:
+                shape = "x".join("?" if d is None else str(d) for d in t.shape or ())
+                raise ModelFileError(
+                    f"{graph.path}: tensor '{t.name[:80]}' has shape {shape[:120]} "
+                    f"({n} bytes); no device holds that",
+                    "the file is corrupt or crafted",
+                )
+
+
+def _load(p: Path, input_shapes: Mapping[str, Shape] | None) -> Graph:
+    regular_file(p, ModelFileError)
     try:
         with open(p, "rb") as f:
             head = f.read(8)
@@ -36,7 +69,7 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
                 from infercast.frontends.tflite import load_tflite
 
                 # A memory map: weight buffers are never paged in, only sized.
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                with _mapped(f) as data:
                     graph = load_tflite(str(p), data, input_shapes)
                 if p.suffix.lower() not in (".tflite", ".lite", ".bin"):
                     named = p.suffix or "without a suffix"
@@ -59,7 +92,27 @@ def load(path: str | os.PathLike[str], input_shapes: Mapping[str, Shape] | None 
             f"{p}: not a readable ONNX model (protobuf: {exc})",
             "the file is truncated, corrupt, or another format",
         ) from exc
+    if len(structure) > MAX_STRUCTURE_BYTES:
+        raise ModelFileError(
+            f"{p}: its graph is {len(structure)} bytes without the weights; infercast reads "
+            f"graphs of at most {MAX_STRUCTURE_BYTES}",
+            "the file is corrupt or crafted, or not a model for an edge device",
+        )
     return load_onnx(str(p), structure, input_shapes)
+
+
+@contextlib.contextmanager
+def _mapped(f: BinaryIO) -> Iterator[mmap.mmap]:
+    """A read-only memory map of ``f``, closed on exit unless a view of it is still
+    referenced (a numpy array in an error's traceback): then it stays open until the
+    last view goes, so no view ever reads a closed map, and no ``BufferError`` replaces
+    the error being raised."""
+    data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield data
+    finally:
+        with contextlib.suppress(BufferError):
+            data.close()
 
 
 def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
@@ -81,5 +134,10 @@ def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, Shape]:
             ) from None
         if any(d <= 0 for d in shape):
             raise InputShapeError(f"--input-shape '{spec}': every dimension must be positive")
+        if any(d > MAX_DIM for d in shape) or len(shape) > MAX_RANK:
+            raise InputShapeError(
+                f"--input-shape '{spec[:80]}': at most {MAX_RANK} dimensions of at most "
+                f"{MAX_DIM} each"
+            )
         out[name] = shape
     return out

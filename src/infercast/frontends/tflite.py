@@ -24,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
+from infercast.errors import (
+    MAX_NODES,
+    InputShapeError,
+    ModelFileError,
+    SymbolicShapeError,
+    too_many_nodes,
+)
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
 
@@ -300,6 +306,13 @@ def _parse(
     model = schema.Model.GetRootAs(data, 0)
     n_buffers = model.BuffersLength()
     n_sub = model.SubgraphsLength()
+    # Flatbuffer vectors may all point at one table: a small file can list millions of
+    # operators or tensors. Counted before anything is read for each.
+    n_ops = sum(model.Subgraphs(i).OperatorsLength() for i in range(min(n_sub, MAX_NODES)))
+    n_tensors = sum(model.Subgraphs(i).TensorsLength() for i in range(min(n_sub, MAX_NODES)))
+    if n_sub > MAX_NODES or n_ops > MAX_NODES or n_tensors > 2 * MAX_NODES:
+        raise too_many_nodes(path, max(n_ops, n_tensors // 2, n_sub))
+    _check_vectors(model, n_sub, path)
     if n_sub == 0:
         raise ModelFileError(f"{path}: the TFLite model has no subgraph")
     opcodes: list[tuple[str, str]] = []
@@ -367,6 +380,41 @@ def _parse(
         notes=tuple(notes),
         constants=main.constants,
     )
+
+
+MAX_VECTOR_ITEMS = 5_000_000
+"""Shape dimensions, quantisation parameters, operator inputs and outputs and name bytes a
+model may hold in all (a real model has well under a million)."""
+
+
+def _check_vectors(model: Any, n_sub: int, path: str) -> None:
+    """Sum the lengths of every vector the reader will copy, before copying any: tensors
+    may all share one table whose shape, scales or name are a million items long."""
+    items = 0
+    for si in range(n_sub):
+        sg = model.Subgraphs(si)
+        for ti in range(sg.TensorsLength()):
+            t = sg.Tensors(ti)
+            items += t.ShapeLength() + t.ShapeSignatureLength()
+            name = t._tab.Offset(10)  # Tensor.name, field 3 of the schema: vtable slot 10
+            if name:
+                items += t._tab.VectorLen(name)  # a string is a length-prefixed vector
+            q = t.Quantization()
+            if q is not None:
+                items += q.ScaleLength() + q.ZeroPointLength()
+            if items > MAX_VECTOR_ITEMS:
+                break
+        for oi in range(sg.OperatorsLength()):
+            if items > MAX_VECTOR_ITEMS:
+                break
+            op = sg.Operators(oi)
+            items += op.InputsLength() + op.OutputsLength() + op.IntermediatesLength()
+        if items > MAX_VECTOR_ITEMS:
+            raise ModelFileError(
+                f"{path}: its tensors and operators list more than {MAX_VECTOR_ITEMS} "
+                "dimensions, parameters, indices and name bytes",
+                "the file is corrupt or crafted (flatbuffer tables that share one long vector)",
+            )
 
 
 class _Reading:
@@ -515,8 +563,14 @@ def _subgraph(reading: _Reading, si: int) -> Graph:
         reading.operator(sg.Operators(oi), oi, tname, tensors) for oi in range(sg.OperatorsLength())
     ]
     nodes, tensors = _fold_constants(nodes, tensors)
-    inputs = tuple(tname(int(i)) for i in sg.InputsAsNumpy()) if sg.InputsLength() else ()
-    outputs = tuple(tname(int(i)) for i in sg.OutputsAsNumpy()) if sg.OutputsLength() else ()
+    io = {"input": sg.InputsAsNumpy() if sg.InputsLength() else (), "output": ()}
+    io["output"] = sg.OutputsAsNumpy() if sg.OutputsLength() else ()
+    for kind, indices in io.items():
+        if any(int(i) < 0 for i in indices):  # -1 means "omitted" for an operator, not here
+            name = reading.sub_names[si]
+            raise ModelFileError(f"{path}: subgraph {name} lists tensor -1 as an {kind}")
+    inputs = tuple(tname(int(i)) for i in io["input"])
+    outputs = tuple(tname(int(i)) for i in io["output"])
     notes = []
     var_ops = [n for n in nodes if n.op in ("var_handle", "read_variable", "assign_variable")]
     if var_ops:
@@ -627,7 +681,9 @@ def _isolated_run(
     return result
 
 
-RUNTIME_SHAPES_TIMEOUT_S = 120.0
+RUNTIME_SHAPES_TIMEOUT_S = 15.0
+"""A model file is a stranger's: one whose shapes LiteRT cannot compute in 15 s (a
+crafted WHILE loop) is reported, within the 20 s every command ends in (issue 14)."""
 RUNTIME_SHAPES_MEMORY_BYTES = 16 << 30
 """Limits of the isolated LiteRT run that computes run-time shapes (address space)."""
 

@@ -81,6 +81,20 @@ def crossing_dict(c: CrossingItem) -> dict[str, Any]:
     }
 
 
+def incomplete_message(report: PlacementReport) -> str | None:
+    """``incomplete: ...`` naming the memories whether the model fits is unknown in;
+    None when that is known (check's exit 4 says why on one stderr line)."""
+    unknown = [f for f in report.fit.values() if not f.known]
+    if not unknown:
+        return None
+    what = "; ".join(
+        f"{f.memory} needs at least {human_bytes(f.required_bytes)} of its "
+        f"{human_bytes(f.capacity_bytes)}; {', '.join(f.unknown_parts)} not known statically"
+        for f in unknown
+    )
+    return f"incomplete: whether the model fits is unknown ({what})"
+
+
 def fit_dict(f: MemoryFit) -> dict[str, Any]:
     d: dict[str, Any] = {
         "required_bytes": f.required_bytes,

@@ -330,8 +330,8 @@ ADVICE_COLUMNS = [
     Col("kind", "kind", numeric=False, prio=2, min_width=8),
     Col("advice", "advice", numeric=False, prio=0, min_width=24),
     Col("layers", "layers", numeric=False, prio=1, min_width=14),
-    Col("latency", "latency gain", prio=0, short="faster by"),
-    Col("memory", "memory gain", prio=1, short="smaller by"),
+    Col("latency", "latency change", prio=0, short="Δ latency"),
+    Col("memory", "memory change", prio=1, short="Δ memory"),
 ]
 
 

@@ -8,6 +8,13 @@ target is asked for, a path to a user's own ``.toml`` works too; its
 Merging is recursive over tables; any other value in the extending file
 replaces the base's. ``uncertain`` and ``sources`` accumulate along the chain.
 
+Target files come from strangers, so reading one is bounded: a regular file of
+at most :data:`MAX_FILE_BYTES`, tables and arrays nested at most
+:data:`MAX_DEPTH` deep, an ``extends`` chain of at most :data:`MAX_CHAIN`
+files, and ``extends`` names a built-in target or a file *beside* the
+extending one (``base.toml`` or ``./base.toml``; no directories, absolute
+paths or ``..``).
+
 The ``host`` target is filled in at load time from this machine
 (``/proc/cpuinfo``, ``os.cpu_count()``, ``/proc/meminfo``); its figures are
 placeholders to be calibrated and are marked uncertain.
@@ -25,7 +32,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from infercast.errors import printable, regular_file
 from infercast.targets.schema import Target, TargetError, build_target
+from infercast.targets.validate import show
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 _ACCUMULATE = ("uncertain", "sources")
@@ -37,38 +46,75 @@ def builtin_names(include_abstract: bool = False) -> list[str]:
     return [n for n in names if include_abstract or not n.startswith("_")]
 
 
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 12
+MAX_CHAIN = 16
+
+
 def is_path_like(spec: str) -> bool:
     return spec.endswith(".toml") or os.sep in spec or "/" in spec
+
+
+def _regular_file(p: Path, what: str) -> None:
+    regular_file(
+        p, TargetError, what, max_bytes=MAX_FILE_BYTES, hint="give a built-in name or a .toml path"
+    )
 
 
 def resolve_spec(spec: str) -> Path:
     """The file a ``--target`` value names: a built-in name or a path."""
     if is_path_like(spec):
         p = Path(spec).expanduser()
-        if not p.is_file():
-            raise TargetError(
-                f"target file {spec} does not exist", "give a built-in name or a .toml path"
-            )
+        _regular_file(p, "target file")
         return p.resolve()
     p = DATA_DIR / f"{spec}.toml"
     if not p.is_file() or spec.startswith("_"):
         known = ", ".join(builtin_names())
         raise TargetError(
-            f"unknown target '{spec}'",
+            f"unknown target '{printable(spec)}'",
             f"known targets: {known}; or give the path to your own .toml file",
         )
     return p
 
 
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in ``value`` (iteratively: no recursion)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > MAX_DEPTH:
+            break
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
 def _read(path: Path) -> dict[str, Any]:
+    name = printable(path.name)
+    _regular_file(path, "target file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise TargetError(f"{path.name}: cannot be read ({exc.strerror})") from exc
+        raise TargetError(f"{name}: cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError:
+        raise TargetError(f"{name}: not UTF-8 text", "target files are TOML") from None
     try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TargetError(f"{path.name}: not valid TOML: {exc}", "check the line named") from exc
+        raise TargetError(
+            f"{name}: not valid TOML: {printable(str(exc))}", "check the line named"
+        ) from exc
+    except RecursionError:
+        raise TargetError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except ValueError:  # tomllib's int() of thousands of digits
+        raise TargetError(f"{name}: not valid TOML: a number of thousands of digits") from None
+    if _depth(raw) > MAX_DEPTH:
+        raise TargetError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)")
+    return raw
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -83,27 +129,49 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _base_path(path: Path, ext: str) -> Path:
+    """The file ``extends = ext`` of ``path`` names: a built-in, or a file beside ``path``."""
+    name = printable(path.name)
+    if "\0" in ext:
+        raise TargetError(f"{name}: extends {show(ext)} holds a NUL character")
+    if is_path_like(ext):
+        bare = ext[2:] if ext.startswith("./") else ext
+        if "/" in bare or os.sep in bare or bare in ("", ".", "..") or bare.startswith("~"):
+            raise TargetError(
+                f"{name}: extends '{printable(ext)}': a target file may extend a built-in "
+                "target or a file in its own directory only",
+                'copy the base file next to this one and name it as extends = "base.toml"',
+            )
+        base = path.parent / bare
+        if not base.exists():
+            raise TargetError(f"{name}: extends '{printable(ext)}', which does not exist")
+        _regular_file(base, f"{name}: extends")
+        return base.resolve()
+    base = DATA_DIR / f"{ext}.toml"
+    if not ext or not base.is_file():
+        known = ", ".join(builtin_names(include_abstract=True))
+        raise TargetError(f"{name}: extends unknown target '{printable(ext)}'", f"known: {known}")
+    return base
+
+
 def _resolve(path: Path, seen: tuple[Path, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
     if path in seen:
-        cycle = " -> ".join(p.name for p in (*seen, path))
-        raise TargetError(f"{path.name}: extends itself in a cycle ({cycle})")
+        cycle = " -> ".join(printable(p.name) for p in (*seen, path))
+        raise TargetError(f"{printable(path.name)}: extends itself in a cycle ({cycle})")
+    if len(seen) >= MAX_CHAIN:
+        raise TargetError(
+            f"{printable(seen[0].name)}: the extends chain is longer than {MAX_CHAIN} files"
+        )
     raw = _read(path)
     raw.setdefault("name", path.stem)
     ext = raw.pop("extends", None)
     if ext is None:
         return raw, (str(path),)
     if not isinstance(ext, str):
-        raise TargetError(f"{path.name}: extends must be a target name or a file path, got {ext!r}")
-    if is_path_like(ext):
-        base_path = (path.parent / ext).expanduser().resolve()
-        if not base_path.is_file():
-            raise TargetError(f"{path.name}: extends '{ext}', which does not exist")
-    else:
-        base_path = DATA_DIR / f"{ext}.toml"
-        if not base_path.is_file():
-            known = ", ".join(builtin_names(include_abstract=True))
-            raise TargetError(f"{path.name}: extends unknown target '{ext}'", f"known: {known}")
-    base, chain = _resolve(base_path, (*seen, path))
+        raise TargetError(
+            f"{printable(path.name)}: extends must be a target name or a file name, got {show(ext)}"
+        )
+    base, chain = _resolve(_base_path(path, ext), (*seen, path))
     base.pop("abstract", None)
     base.pop("name", None)
     return _merge(base, raw), (str(path), *chain)
@@ -195,7 +263,7 @@ def _detect_host(raw: dict[str, Any]) -> dict[str, Any]:
     clock = _max_clock_hz(info)
     per_cycle = next((n for flag, n in _FP32_FLOP_PER_CYCLE if flag in flags), 4)
     units = raw.setdefault("units", {})
-    for unit in units.values():
+    for unit in units.values() if isinstance(units, dict) else ():
         if not isinstance(unit, dict) or unit.get("kind") != "cpu":
             continue
         unit["description"] = f"{model or 'unknown CPU'} ({cores} logical cores, detected)"
@@ -206,7 +274,8 @@ def _detect_host(raw: dict[str, Any]) -> dict[str, Any]:
             # int8 dot products: assumed 4x the fp32 lanes (VNNI / SDOT class); uncertain.
             unit["peak_int8_ops_per_s"] = cores * clock * per_cycle * 4
     mem = _mem_total_bytes()
-    for m in raw.get("memories", {}).values():
+    mems = raw.get("memories", {})
+    for m in mems.values() if isinstance(mems, dict) else ():
         if isinstance(m, dict) and mem:
             m["size_bytes"] = mem
     raw["description"] = (

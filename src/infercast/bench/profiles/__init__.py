@@ -11,11 +11,10 @@ kind                   what                                                reade
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
-from infercast.bench.profiles.ort import is_ort_profile, parse_ort_events
+from infercast.bench.profiles.ort import is_ort_profile, load_json, parse_ort_events
 from infercast.bench.profiles.tflite import looks_like_tflite_benchmark, parse_tflite_benchmark
 from infercast.bench.profiles.tvm import DEBUG_HEADER, parse_tvm_debug
 
@@ -27,10 +26,10 @@ __all__ = ["KINDS", "OpTime", "Profile", "ProfileFormatError", "read_profile", "
 def sniff(text: str) -> str | None:
     """The kind of profile ``text`` holds, or None."""
     head = text.lstrip()[:1]
-    if head in "[{":
+    if head and head in "[{":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
+            data = load_json(text, "")
+        except ProfileFormatError:
             return None
         return "ort" if is_ort_profile(data) else None
     if looks_like_tflite_benchmark(text):
@@ -52,11 +51,7 @@ def read_profile(path: str | Path, kind: str | None = None, *, skip_runs: int = 
             "--enable_op_profiling=true (text or CSV), or a TVM debug executor table",
         )
     if k == "ort":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProfileFormatError(f"{p}: not JSON ({exc})") from None
-        return parse_ort_events(data, skip_runs=skip_runs, where=str(p))
+        return parse_ort_events(load_json(text, str(p)), skip_runs=skip_runs, where=str(p))
     if k == "tflite":
         return parse_tflite_benchmark(text, where=str(p))
     if k == "tvm-debug":

@@ -12,13 +12,14 @@ reported as unmapped with their time, never dropped.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from infercast.errors import InfercastError
+from infercast.errors import MAX_NODES, InfercastError, printable, regular_file
 from infercast.ir.graph import Graph
 
 
@@ -26,15 +27,89 @@ class ProfileFormatError(InfercastError):
     """A profile file is not in the format it claims (or any format infercast reads)."""
 
 
+MAX_PROFILE_BYTES = 64 << 20
+"""Largest profile file read (an ONNX Runtime trace of 1,000 nodes x 100 runs is ~30 MB).
+A 95 MiB trace of 3,000 runs took 5.2 s of CPU and 706 MB to import; every command
+ends within 20 s and 1.5 GiB (issue 14)."""
+MAX_PROFILE_OPS = MAX_NODES
+"""Most distinct operators a profile may name: no more than the largest model read has
+(a 30 MB trace naming 300,000 took 17 s of CPU and 1.4 GB to import)."""
+MAX_SECONDS = 1e6
+"""Largest time a profile may state for one op or one inference (11.6 days)."""
+MAX_COUNT = 10**9
+"""Largest call or run count a profile may state."""
+
+
 def read_text(path: str | Path) -> str:
-    """A profile file's text, or a :class:`ProfileFormatError` saying why not."""
+    """A profile file's text, or a :class:`ProfileFormatError` saying why not.
+
+    Only regular files of at most :data:`MAX_PROFILE_BYTES` are read (a FIFO or a
+    device would block or never end)."""
     p = Path(path)
-    if not p.is_file():
-        raise ProfileFormatError(f"{p}: no such file")
+    regular_file(p, ProfileFormatError, max_bytes=MAX_PROFILE_BYTES)
     try:
         return p.read_text(errors="replace")
     except OSError as exc:
         raise ProfileFormatError(f"{p}: cannot be read ({exc.strerror})") from None
+
+
+def number(
+    value: object, what: str, where: str, *, integer: bool = False, hi: float = MAX_SECONDS
+) -> float:
+    """``value`` (a JSON number or a table cell) as a finite number in [0, hi], or a
+    :class:`ProfileFormatError` naming ``what`` (NaN, negative times, 5,000-digit
+    integers and words are not times)."""
+    v: float | None = None
+    if isinstance(value, bool):
+        v = None
+    elif isinstance(value, int):
+        v = float(value) if abs(value) <= 10**18 else math.inf
+    elif isinstance(value, float):
+        v = value
+    elif isinstance(value, str) and len(value.strip()) <= 64:
+        try:
+            v = float(value.strip())
+        except ValueError:
+            v = None
+    if v is None or not math.isfinite(v) or v < 0 or v > hi or (integer and v != int(v)):
+        shown = (
+            repr(value) if not isinstance(value, int) or abs(value) < 10**18 else "a huge number"
+        )
+        kind = "a non-negative integer" if integer else "a non-negative number"
+        raise ProfileFormatError(
+            f"{where}: {what} must be {kind} of at most {hi:g}, got {printable(shown[:40])}",
+            "the profile is corrupt or edited; re-export it from the runtime",
+        )
+    return v
+
+
+def count(value: object, what: str, where: str) -> int:
+    """A call or run count: a non-negative integer of at most :data:`MAX_COUNT`."""
+    return int(number(value, what, where, integer=True, hi=MAX_COUNT))
+
+
+def check_op_count(n: int, where: str) -> None:
+    """Refuse a profile naming more than :data:`MAX_PROFILE_OPS` operators."""
+    if n > MAX_PROFILE_OPS:
+        raise ProfileFormatError(
+            f"{where}: names {n} operators; profiles of at most {MAX_PROFILE_OPS} are read",
+            "the profile is corrupt or of another model; re-export it from the runtime",
+        )
+
+
+def check_profile(profile: Profile, where: str) -> Profile:
+    """``profile`` if every figure in it is a finite, non-negative, sane number."""
+    check_op_count(len(profile.ops), where)
+    for i, op in enumerate(profile.ops):
+        row = f"entry {i + 1} ({op.name[:40]!r})"
+        number(op.measured_s, f"{row}: the time", where)
+        number(op.count, f"{row}: the call count", where, integer=True, hi=MAX_COUNT)
+        if op.first_s is not None:
+            number(op.first_s, f"{row}: the first-run time", where)
+    if profile.whole_s is not None:
+        number(profile.whole_s, "the whole-inference time", where)
+    number(profile.runs, "the run count", where, integer=True, hi=MAX_COUNT)
+    return profile
 
 
 MAPPING_KINDS = {

@@ -23,7 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError
+from infercast.bench.profiles.base import (
+    MAX_SECONDS,
+    OpTime,
+    Profile,
+    ProfileFormatError,
+    check_op_count,
+    check_profile,
+    number,
+    read_text,
+)
 
 KERNEL_SUFFIX = "_kernel_time"
 OUTSIDE = (
@@ -66,7 +75,7 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
             "profile with SessionOptions.enable_profiling = True and run the model at least once",
         )
     runs = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), float(e.get("dur", 0)))
+        (_us(e, "ts", where), _us(e, "ts", where) + _us(e, "dur", where), _us(e, "dur", where))
         for e in events
         if e.get("cat") == "Session" and e.get("name") == "model_run"
     )
@@ -77,11 +86,11 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
         starts = [r[0] for r in runs]
         per_run = [{} for _ in runs]
         for e in kernels:
-            ts = float(e["ts"])
+            ts = _us(e, "ts", where)
             k = bisect.bisect_right(starts, ts) - 1
             if k < 0 or ts > runs[k][1]:
                 continue
-            _add(per_run[k], names, info, e)
+            _add(per_run[k], names, info, e, where)
     else:
         # No model_run events (a trimmed trace): a run starts each time the first
         # kernel name comes round again.
@@ -90,7 +99,8 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
         for e in kernels:
             if str(e["name"]) == first or not per_run:
                 per_run.append({})
-            _add(per_run[-1], names, info, e)
+            _add(per_run[-1], names, info, e, where)
+    check_op_count(len(names), where)  # before a median per name
     n_runs = len(per_run)
     skip = min(skip_runs, n_runs - 1) if n_runs > 1 else 0
     kept = per_run[skip:]
@@ -121,7 +131,7 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
         notes.append(f"the first {skip} of {n_runs} run(s) dropped (lazy initialisation)")
     if not runs:
         notes.append("no model_run events: runs inferred from repeating node names")
-    return Profile(
+    profile = Profile(
         source="onnxruntime",
         ops=tuple(ops),
         whole_s=whole,
@@ -130,6 +140,15 @@ def parse_ort_events(data: Any, *, skip_runs: int = 1, where: str = "profile") -
         outside=OUTSIDE if whole is not None else "",
         notes=tuple(notes),
     )
+    return check_profile(profile, where)
+
+
+def _us(e: dict[str, Any], key: str, where: str) -> float:
+    """An event's ``ts`` / ``dur`` in microseconds (``dur`` 0 when absent)."""
+    if key == "dur" and key not in e:
+        return 0.0
+    what = f"the '{key}' of event {str(e.get('name', ''))[:60]!r}"
+    return number(e.get(key), what, where, hi=MAX_SECONDS * 1e6 if key == "dur" else 1e18)
 
 
 def _add(
@@ -137,25 +156,36 @@ def _add(
     names: list[str],
     info: dict[str, tuple[str, str]],
     e: dict[str, Any],
+    where: str,
 ) -> None:
     name = str(e["name"])
-    args = e.get("args") or {}
+    args = e.get("args")
+    args = args if isinstance(args, dict) else {}
     if name not in info:
         info[name] = (str(args.get("op_name", "")), str(args.get("provider", "")))
         names.append(name)
     dur, count = run.get(name, (0.0, 0))
-    run[name] = (dur + float(e.get("dur", 0)), count + 1)
+    run[name] = (dur + _us(e, "dur", where), count + 1)
 
 
 def read_ort_profile(path: str | Path, *, skip_runs: int = 1) -> Profile:
     p = Path(path)
+    return parse_ort_events(load_json(read_text(p), str(p)), skip_runs=skip_runs, where=str(p))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def load_json(text: str, where: str) -> Any:
+    """Strict JSON (no NaN / Infinity), or a :class:`ProfileFormatError` saying why not."""
     try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProfileFormatError(f"{p}: not a JSON file ({exc})") from None
-    return parse_ort_events(data, skip_runs=skip_runs, where=str(p))
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ProfileFormatError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, NaN, an integer of thousands of digits
+        msg = str(exc).split("; use sys.set_int_max_str_digits")[0]
+        raise ProfileFormatError(f"{where}: not valid JSON ({msg[:120]})") from None
 
 
 def with_node_outputs(profile: Profile, optimized_model: str | Path) -> Profile:

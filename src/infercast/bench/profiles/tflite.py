@@ -25,7 +25,17 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
+from infercast.bench.profiles.base import (
+    MAX_SECONDS,
+    OpTime,
+    Profile,
+    ProfileFormatError,
+    check_profile,
+    count,
+    number,
+    read_text,
+)
+from infercast.errors import printable
 from infercast.ir.graph import Graph
 
 SECTION = "Operator-wise Profiling Info for Regular Benchmark Runs:"
@@ -45,8 +55,9 @@ _ROW = re.compile(
 _INFERENCE_AVG = re.compile(rf"Inference \(avg\):\s*(?P<us>{_NUM})")
 _FIRST = re.compile(rf"First inference:\s*(?P<us>{_NUM})")
 _TIMINGS = re.compile(r"Timings \(microseconds\):\s*count=(?P<count>\d+)")
-_SUBGRAPH = re.compile(r"Subgraph \(index: (?P<i>\d+)\)")
-_NODE_INDEX = re.compile(r":(?P<i>\d+)$")
+_SUBGRAPH = re.compile(r"Subgraph \(index: (?P<i>\d{1,9})\)")
+_NODE_INDEX = re.compile(r":(?P<i>\d{1,9})$")
+MS = MAX_SECONDS * 1e3
 _INIT_KEYS = ("Num threads", "Graph", "Use xnnpack", "#threads used for CPU inference")
 
 
@@ -119,7 +130,7 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
             continue
         m = _TIMINGS.search(s)
         if m and subgraph == 0 and provider == "":
-            runs = max(runs, int(m.group("count")))
+            runs = max(runs, count(m.group("count"), "Timings count", where))
             continue
         if table != "Run Order" or not s:
             continue
@@ -135,16 +146,19 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
             rx = _ROW_WITH_START if fmt == "text_start" else _ROW
             row = rx.match(ln)
             if row is None:
-                raise ProfileFormatError(f"{where}: cannot read the profile row '{s}'")
+                raise ProfileFormatError(
+                    f"{where}: cannot read the profile row {printable(s[:80])!r}"
+                )
+            what = f"the row {printable(s[:60])!r}:"
             ops.append(
                 _op(
                     row["type"],
-                    float(row["first"]),
-                    float(row["avg"]),
-                    int(row["called"]),
+                    number(row["first"], f"{what} first", where, hi=MS),
+                    number(row["avg"], f"{what} avg ms", where, hi=MS),
+                    count(row["called"], f"{what} times called", where),
                     row["name"],
                     sub_provider,
-                    float(row["pct"]),
+                    number(row["pct"], f"{what} %", where, hi=1e6),
                 )
             )
         elif fmt == "csv":
@@ -156,10 +170,10 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
     for ln in lines[:start]:
         m = _INFERENCE_AVG.search(ln)
         if m:
-            whole = float(m.group("us")) * 1e-6
+            whole = number(m.group("us"), "Inference (avg)", where, hi=MS * 1e3) * 1e-6
         m = _FIRST.search(ln)
         if m:
-            first = float(m.group("us")) * 1e-6
+            first = number(m.group("us"), "First inference", where, hi=MS * 1e3) * 1e-6
     notes: list[str] = []
     if any(o.provider == "delegate internal" for o in ops):
         notes.append(
@@ -171,7 +185,7 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
         for key in _INIT_KEYS:
             if ln.startswith(key + ":"):
                 meta[key] = ln.split(":", 1)[1].strip().strip("[]")
-    return Profile(
+    profile = Profile(
         source="tflite_benchmark_model",
         ops=tuple(ops),
         whole_s=whole,
@@ -181,6 +195,7 @@ def parse_tflite_benchmark(text: str, *, where: str = "profile") -> Profile:
         notes=tuple(notes),
         meta=meta,
     )
+    return check_profile(profile, where)
 
 
 def _csv_row(line: str, header: list[str], provider: str, where: str) -> OpTime:
@@ -201,21 +216,28 @@ def _csv_row(line: str, header: list[str], provider: str, where: str) -> OpTime:
         None,
     )
     if j is None:
-        raise ProfileFormatError(f"{where}: cannot read the CSV profile row '{line}'")
+        raise ProfileFormatError(
+            f"{where}: cannot read the CSV profile row {printable(line[:80])!r}"
+        )
     type_end = j - (k - 1)  # columns between node type and '%' keep their places
     if type_end < 1:
-        raise ProfileFormatError(f"{where}: cannot read the CSV profile row '{line}'")
+        raise ProfileFormatError(
+            f"{where}: cannot read the CSV profile row {printable(line[:80])!r}"
+        )
     node_type = ",".join(parts[:type_end]).strip()
     fields = [f.strip() for f in parts[type_end:]]
     raw_fields = parts[type_end:]
     off = first_col - 1
+    what = f"the CSV row {printable(line[:60])!r}:"
     try:
-        first_ms = float(fields[off])
-        avg_ms = float(fields[off + 1])
-        percent = float(fields[k - 1].strip().rstrip("%"))
-        called = int(float(fields[k - 1 + 3]))
-    except (IndexError, ValueError):
-        raise ProfileFormatError(f"{where}: cannot read the CSV profile row '{line}'") from None
+        first_ms = number(fields[off], f"{what} first", where, hi=MS)
+        avg_ms = number(fields[off + 1], f"{what} avg_ms", where, hi=MS)
+        percent = number(fields[k - 1].strip().rstrip("%"), f"{what} %", where, hi=1e6)
+        called = count(fields[k - 1 + 3], f"{what} times called", where)
+    except IndexError:
+        raise ProfileFormatError(
+            f"{where}: cannot read the CSV profile row {printable(line[:80])!r}"
+        ) from None
     name = ",".join(raw_fields[k - 1 + 4 :]).strip()
     return _op(node_type, first_ms, avg_ms, called, name, provider, percent)
 

@@ -23,7 +23,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from infercast.bench.profiles.base import OpTime, Profile, ProfileFormatError, read_text
+from infercast.bench.profiles.base import (
+    MAX_SECONDS,
+    OpTime,
+    Profile,
+    ProfileFormatError,
+    check_profile,
+    number,
+    read_text,
+)
+from infercast.errors import printable
 from infercast.ir.graph import Graph
 
 DEBUG_HEADER = re.compile(r"^\s*Node Name\s+Ops\s+Time\(us\)\s+Time\(%\)")
@@ -74,6 +83,7 @@ TVM_TO_ONNX: dict[str, frozenset[str]] = {
     "minimum": frozenset({"min"}),
     "maximum": frozenset({"max"}),
 }
+US = MAX_SECONDS * 1e6
 _VOCAB = sorted(TVM_TO_ONNX, key=len, reverse=True)
 _HEAVY = {"conv2d", "conv2d_transpose", "conv1d", "conv3d", "matmul", "dense", "conv1d_transpose"}
 
@@ -190,13 +200,11 @@ def parse_tvm_debug(text: str, *, where: str = "profile") -> Profile:
         for c, (lab, pos) in enumerate(cols):
             end = cols[c + 1][1] if c + 1 < len(cols) else len(ln)
             cells[lab] = ln[pos:end].strip()
-        try:
-            t_us = float(cells["Time(us)"].replace(",", ""))
-        except (KeyError, ValueError):
-            raise ProfileFormatError(f"{where}: cannot read the row '{ln.strip()}'") from None
+        what = f"the row {printable(ln.strip()[:60])!r}:"
+        t_us = number(cells.get("Time(us)", "").replace(",", ""), f"{what} Time(us)", where, hi=US)
         extra: dict[str, object] = {}
         if cells.get("Time(%)"):
-            extra["percent"] = float(cells["Time(%)"])
+            extra["percent"] = number(cells["Time(%)"], f"{what} Time(%)", where, hi=1e6)
         if cells.get("Shape"):
             extra["shape"] = cells["Shape"]
         ops.append(
@@ -209,7 +217,7 @@ def parse_tvm_debug(text: str, *, where: str = "profile") -> Profile:
         )
     if not ops:
         raise ProfileFormatError(f"{where}: the TVM debug table has no rows")
-    return Profile(
+    profile = Profile(
         source="tvm_debug",
         ops=tuple(ops),
         whole_s=None,
@@ -217,6 +225,7 @@ def parse_tvm_debug(text: str, *, where: str = "profile") -> Profile:
         statistic="single run",
         notes=("the debug executor times one run, kernel by kernel, with a sync after each",),
     )
+    return check_profile(profile, where)
 
 
 def read_tvm_debug(path: str | Path) -> Profile:

@@ -30,9 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from infercast.errors import InputShapeError, ModelFileError, SymbolicShapeError
+from infercast.errors import (
+    MAX_NODES,
+    InputShapeError,
+    ModelFileError,
+    SymbolicShapeError,
+    too_many_nodes,
+)
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
+from infercast.isolation import IsolatedError, Limits, call_worker
 from infercast.ops.registry import get_handler, registered_ops
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -141,11 +148,12 @@ def _type_shape_cached(raw: bytes) -> tuple[DType, Shape | None]:
 
 
 def _initializer_bytes(t: Any, dtype: DType, n: int) -> int:
-    if t.data_location == 1:  # EXTERNAL
+    if t.data_location == 1:  # EXTERNAL: the size follows from dims; "length" is a claim
+        if dtype.bits or n == 0:
+            return dtype.nbytes(n)
         info = {e.key: e.value for e in t.external_data}
-        if "length" in info:
-            return int(info["length"])
-        return dtype.nbytes(n)
+        length = info.get("length", "")
+        return int(length) if length.isdigit() and int(length) <= 1 << 48 else 0
     if t.raw_data:
         return len(t.raw_data)
     for field in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
@@ -333,6 +341,7 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             f"{path}: not an ONNX model (no graph, IR version or opset in the file)",
             "check the file is an .onnx export",
         )
+    _check_text(path, model)
     try:
         from infercast.frontends.onnx.shapes import ONNX_INFERENCE_WRONG, infer_missing_shapes
 
@@ -352,6 +361,36 @@ def load_onnx(path: str, data: bytes, input_shapes: Mapping[str, Shape] | None =
             f"{path}: the ONNX model is inconsistent ({type(exc).__name__}: {exc})",
             "the file may be corrupt; onnx.checker.check_model gives details",
         ) from exc
+
+
+def _check_text(path: str, model: Any) -> None:
+    """Names are UTF-8 text (ONNX says so); protobuf hands back ``bytes`` for a string
+    field that is not, and a name of bytes breaks every output. Said in one line."""
+    fields = [model.producer_name, model.producer_version, model.domain]
+    fields.extend(o.domain for o in model.opset_import)
+    graphs = [model.graph]
+    nodes = 0
+    while graphs:
+        g = graphs.pop()
+        nodes += len(g.node)
+        if nodes > MAX_NODES:
+            raise too_many_nodes(path, nodes)
+        fields.append(g.name)
+        fields.extend(x.name for x in (*g.input, *g.output, *g.value_info, *g.initializer))
+        for n in g.node:
+            fields.extend((n.name, n.op_type, n.domain, *n.input, *n.output))
+            for a in n.attribute:
+                fields.append(a.name)
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        bad = next((f for f in fields if not isinstance(f, str)), None)
+        if bad is not None:
+            raise ModelFileError(
+                f"{path}: a name in the model is not UTF-8 text ({bytes(bad)[:40]!r})",
+                "the file is corrupt or crafted",
+            )
+        fields.clear()
 
 
 def _strip_weight_data(g: Any) -> None:
@@ -388,7 +427,7 @@ def _build(
     _strip_weight_data(g)
     notes: list[str] = []
     _fix_inputs(path, model, input_shapes, notes)
-    shapes, declared_only = _inferred_shapes(model, notes)
+    shapes, declared_only = _isolated_shapes(model, notes)
     opsets = {o.domain or "ai.onnx": int(o.version) for o in model.opset_import}
     meta = {
         "ir_version": str(model.ir_version),
@@ -456,6 +495,56 @@ def _fix_inputs(path: str, model: Any, input_shapes: Mapping[str, Shape], notes:
         )
 
 
+ONNX_LIMITS = Limits(timeout_s=12.0, memory_bytes=768 << 20, cpu_s=12.0)
+"""Time and memory ONNX's shape inference and constant folding may take on one model."""
+
+Packed = dict[str, Any]
+
+
+def _isolated_shapes(
+    model: Any, notes: list[str]
+) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
+    """:func:`_inferred_shapes` in the isolated worker. ONNX's C++ shape inference and
+    its reference evaluator execute the file's content (a mutated model crashes the
+    former with SIGSEGV; folding can be asked for gigabytes): a failure there leaves the
+    shapes the file declares, for the op rules to complete, and a note."""
+    try:
+        found = call_worker(
+            f"{__name__}:_inferred_shapes_packed",
+            blob=model.SerializeToString(),  # without weights: the structure only
+            limits=ONNX_LIMITS,
+            what="ONNX shape inference",
+        )
+    except IsolatedError as exc:
+        notes.append(f"{exc}; the op rules filled the shapes instead")
+        return _collect_shapes(model.graph), frozenset()
+    notes.extend(str(n) for n in found["notes"])
+    shapes = {
+        str(k): (DType(d), None if s is None else tuple(None if x is None else int(x) for x in s))
+        for k, (d, s) in found["shapes"].items()
+    }
+    return shapes, frozenset(str(n) for n in found["declared_only"])
+
+
+def _inferred_shapes_packed(blob: bytes) -> Packed:
+    """In the isolated worker: :func:`_inferred_shapes` of the model in ``blob``, as JSON."""
+    notes: list[str] = []
+    shapes, declared_only = _inferred_shapes(_onnx().load_model_from_string(blob), notes)
+    return {
+        "shapes": {k: [d.value, None if s is None else list(s)] for k, (d, s) in shapes.items()},
+        "declared_only": sorted(declared_only),
+        "notes": notes,
+    }
+
+
+def _strict_inference(blob: bytes) -> bool:
+    """In the isolated worker: ONNX's strict shape inference accepts the model (else it raises)."""
+    onnx = _onnx()
+    model = onnx.load_model_from_string(blob)
+    onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
+    return True
+
+
 def _inferred_shapes(
     model: Any, notes: list[str]
 ) -> tuple[dict[str, tuple[DType, Shape | None]], frozenset[str]]:
@@ -498,7 +587,12 @@ def _suggestion_is_valid(path: str, model: Any, shapes: Mapping[str, Shape]) -> 
         init_names = {t.name for t in trial.graph.initializer}
         inputs = [vi for vi in trial.graph.input if vi.name not in init_names]
         _set_input_shapes(trial, shapes, inputs)
-        onnx.shape_inference.infer_shapes(trial, check_type=False, strict_mode=True, data_prop=True)
+        call_worker(  # ONNX's C++ inference on a stranger's file: isolated
+            f"{__name__}:_strict_inference",
+            blob=trial.SerializeToString(),
+            limits=ONNX_LIMITS,
+            what="ONNX shape inference",
+        )
         graph, _ = _build(path, trial, {})
     except Exception:
         return False
@@ -980,8 +1074,8 @@ def _attach_qdq(nodes: list[Node], tensors: dict[str, Tensor], g: Any) -> None:
 
     def values(name: str) -> np.ndarray[Any, Any] | None:
         proto = protos.get(name)
-        if proto is None or proto.data_location == 1:
-            return None
+        if proto is None or proto.data_location == 1 or math.prod(proto.dims) > 4096:
+            return None  # quantisation parameters are small; a large one is not read
         return np.ravel(onnx.numpy_helper.to_array(proto))
 
     for node in qdq:

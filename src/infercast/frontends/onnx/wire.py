@@ -1,13 +1,17 @@
 """Read an ONNX file's structure without reading its weights.
 
 An ONNX file is one protobuf ``ModelProto`` (onnx/onnx.proto): the weights are
-the data fields of the ``TensorProto`` initializers inside ``ModelProto.graph``
-(field 7) at ``GraphProto.initializer`` (field 5). This module walks the
-protobuf wire format over a memory map of the file and re-emits the model with
-the data of large initializers left out, so the bytes of the weights are never
-paged in or parsed; their sizes follow from ``dims`` and ``data_type``, which
-are kept. Everything else (nodes, attributes, value_info, small initializers
-that shape inference reads) is copied byte for byte.
+the data fields of ``TensorProto`` messages -- the initializers inside
+``ModelProto.graph`` (field 7) at ``GraphProto.initializer`` (field 5), and the
+tensors of ``Constant`` nodes (``GraphProto.node`` 1 -> ``NodeProto.attribute``
+5 -> ``AttributeProto.t`` 5 / ``tensors`` 10), also inside control-flow bodies
+(``AttributeProto.g`` 6 / ``graphs`` 11). This module walks the protobuf wire
+format over a memory map of the file and re-emits the model with the data of
+large tensors left out, so the bytes of the weights are never paged in or
+parsed (a 200 MB ``Constant`` used to cost 1.2 GB); their sizes follow from
+``dims`` and ``data_type``, which are kept. Everything else (nodes, attributes,
+value_info, small tensors that shape inference reads) is copied byte for byte.
+Messages nested deeper than :data:`MAX_DEPTH` are refused.
 
 Wire format: https://protobuf.dev/programming-guides/encoding/ — each field is
 a varint key ``(field_number << 3) | wire_type``; wire type 2 is a varint
@@ -19,12 +23,17 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-# ModelProto.graph, GraphProto.initializer, TensorProto data fields
-# (float_data 4, int32_data 5, string_data 6, int64_data 7, raw_data 9,
-# double_data 10, uint64_data 11).
-_MODEL_GRAPH = 7
-_GRAPH_INITIALIZER = 5
+# TensorProto data fields (float_data 4, int32_data 5, string_data 6, int64_data 7,
+# raw_data 9, double_data 10, uint64_data 11).
 _TENSOR_DATA_FIELDS = {4, 5, 6, 7, 9, 10, 11}
+_CHILDREN: dict[str, dict[int, str]] = {
+    "model": {7: "graph"},  # ModelProto.graph
+    "graph": {1: "node", 5: "tensor"},  # GraphProto.node, .initializer
+    "node": {5: "attribute"},  # NodeProto.attribute
+    "attribute": {5: "tensor", 10: "tensor", 6: "graph", 11: "graph"},  # .t .tensors .g .graphs
+}
+"""Which length-delimited fields of each message hold the messages that may hold weights."""
+MAX_DEPTH = 64
 LARGE_BYTES = 32 * 1024
 """Data fields longer than this are dropped (small ones are kept for shape inference)."""
 
@@ -78,8 +87,14 @@ def _skip(buf: mmap.mmap | bytes, pos: int, end: int, wire: int) -> int:
     return pos
 
 
-def _rewrite(buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: list[int]) -> bytes:
-    """Re-emit the message in ``buf[start:end]``; ``level`` is model|graph|tensor."""
+def _rewrite(
+    buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: list[int], depth: int = 0
+) -> bytes:
+    """Re-emit the message in ``buf[start:end]``; ``level`` names its type
+    (model|graph|node|attribute|tensor)."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"messages nested more than {MAX_DEPTH} deep")
+    children = _CHILDREN.get(level, {})
     parts: list[bytes] = []
     copy_from = start
     pos = start
@@ -96,10 +111,8 @@ def _rewrite(buf: mmap.mmap | bytes, start: int, end: int, level: str, stats: li
             raise WireError("length-delimited field runs past the end of its message")
         pos = data_end
         replace: bytes | None = None
-        if level == "model" and field == _MODEL_GRAPH:
-            replace = _rewrite(buf, data_start, data_end, "graph", stats)
-        elif level == "graph" and field == _GRAPH_INITIALIZER and n > LARGE_BYTES:
-            replace = _rewrite(buf, data_start, data_end, "tensor", stats)
+        if field in children and n > LARGE_BYTES:
+            replace = _rewrite(buf, data_start, data_end, children[field], stats, depth + 1)
         elif level == "tensor" and field in _TENSOR_DATA_FIELDS and n > LARGE_BYTES:
             stats[0] += n
             parts.append(buf[copy_from:field_start])

@@ -1,0 +1,131 @@
+"""CPU ops a runtime runs outside its thread pool (``units.U.serial_ops``).
+
+TFLite's XNNPACK delegate takes LEAKY_RELU only in float32 (tensorflow/lite/delegates/
+xnnpack/xnnpack_delegate.cc, ``VisitLeakyReluNode``); an int8 model's LEAKY_RELU runs as
+TFLite's built-in kernel, on one thread and apart from the conv before it. The shipped
+i.MX CPU targets state ``serial_ops = ["leaky_relu:int8"]``. Mechanics only: the op is
+cut out of its fused group, its time does not shrink with threads, the float model keeps
+its fused groups, and a whole-model fit on rows generated from known parameters recovers
+them with the serial ops in the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infercast import estimate
+from infercast.estimate.fit import Sample, fit_values, predict
+from infercast.estimate.forecast import Params, kernel_time
+from infercast.targets import load_target
+from infercast.targets.schema import TargetError
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+BUILD = """
+import sys
+from pathlib import Path
+import keras
+from keras import layers as L
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((24, 24, 8), batch_size=1)
+x = L.Conv2D(16, 3, padding="same")(inp)
+x = L.LeakyReLU(negative_slope=0.1)(x)
+x = L.Conv2D(32, 3, padding="same")(x)
+x = L.LeakyReLU(negative_slope=0.1)(x)
+x = L.Conv2D(16, 1)(x)
+m = keras.Model(inp, x)
+for q in ("int8", "fp32"):
+    Path(sys.argv[1], q + ".tflite").write_bytes(convert(m, q))
+"""
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A conv / leaky ReLU stack (keras layers, the real TFLite converter), int8 and fp32."""
+    d = tmp_path_factory.mktemp("leaky")
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=path)
+    subprocess.run([sys.executable, "-c", BUILD, str(d)], env=env, check=True, capture_output=True)
+    return {q: d / f"{q}.tflite" for q in ("int8", "fp32")}
+
+
+def _leaky_layers(fc: estimate.Forecast) -> list[int]:
+    return [ly.index for ly in fc.layers if ly.native_op == "LEAKY_RELU"]
+
+
+def test_int8_leaky_relu_runs_apart_on_one_thread(leaky: dict[str, Path]) -> None:
+    t = load_target("imx8mp-cpu")
+    assert t.units["cpu"].serial_ops == ("leaky_relu:int8",)
+    one, four = estimate(leaky["int8"], t, threads=1), estimate(leaky["int8"], t, threads=4)
+    idx = _leaky_layers(one)
+    assert len(idx) == 2
+    by_anchor = {k.anchor: (k, w) for k, w in four.works}
+    for i in idx:
+        k, w = by_anchor[i]  # its own kernel, not fused into the conv before it
+        assert k.members == (i,) and not w.parallel and w.op_class == "elementwise"
+        l1 = next(ly for ly in one.layers if ly.index == i)
+        l4 = next(ly for ly in four.layers if ly.index == i)
+        assert l1.bound != "fused" and l4.compute_s == pytest.approx(l1.compute_s)
+    # The convs still split across the threads.
+    e = four.params.thread_efficiency["cpu"]
+    for (_, w1), (_, w4) in zip(one.works, four.works, strict=True):
+        if w1.op_class == "conv":
+            c1 = kernel_time(w1, one.params).compute_s
+            assert kernel_time(w4, four.params).compute_s == pytest.approx(c1 / (1 + 3 * e))
+    # The same model in float32: XNNPACK takes LEAKY_RELU, it stays fused into the conv.
+    f32 = estimate(leaky["fp32"], t, threads=4)
+    assert len(_leaky_layers(f32)) == 2
+    assert all(ly.bound == "fused" for ly in f32.layers if ly.index in _leaky_layers(f32))
+    # A target without the key (the ncnn Raspberry Pi target) fuses it as before.
+    rpi = estimate(leaky["int8"], load_target("rpi4-cpu"), threads=4)
+    assert len(_leaky_layers(rpi)) == 2
+    assert all(ly.bound == "fused" for ly in rpi.layers if ly.index in _leaky_layers(rpi))
+
+
+def test_fit_recovers_thread_efficiency_with_serial_ops(leaky: dict[str, Path]) -> None:
+    """Rows generated from known parameters (the serial op's rate, the threads' gain): a
+    fit from the target's prior recovers them; without the serial op cut out the same rows
+    are not reproduced."""
+    t = load_target("imx8mp-cpu")
+    keys = [
+        "units.cpu.efficiency.conv",
+        "units.cpu.efficiency.elementwise",
+        "units.cpu.thread_efficiency",
+        "units.cpu.op_overhead_s",
+    ]
+    truth_values = {
+        "units.cpu.efficiency.conv": 0.45,
+        "units.cpu.efficiency.elementwise": 0.02,
+        "units.cpu.thread_efficiency": 0.75,
+        "units.cpu.op_overhead_s": 4e-6,
+    }
+    prior = Params.of(t, prior_for=keys)
+    truth = prior.with_values(truth_values)
+    samples = []
+    for q in ("int8", "fp32"):
+        for threads in (1, 2, 4):
+            works = tuple(w for _, w in estimate(leaky[q], t, threads=threads).works)
+            s = Sample(f"{q}/t{threads}", works, 1.0, threads=threads)
+            samples.append(dataclasses.replace(s, measured_s=predict(s, truth)))
+    f = fit_values(samples, prior, keys, prior_weight=0.0)
+    for k, v in truth_values.items():
+        assert f.values[k] == pytest.approx(v, rel=1e-3), k
+    # The int8 rows' 1 -> 4 thread speed-up is below the convs' own (1 + 3 x 0.75):
+    # the serial leaky ReLUs do not shrink.
+    by = {s.name: s.measured_s for s in samples}
+    assert by["int8/t1"] / by["int8/t4"] < by["fp32/t1"] / by["fp32/t4"]
+
+
+def test_serial_ops_must_be_a_list_of_strings(tmp_path: Path) -> None:
+    text = Path(__file__).resolve().parents[1] / "src/infercast/targets/data/rpi4-cpu.toml"
+    body = text.read_text().replace("[units.cpu]\n", '[units.cpu]\nserial_ops = "leaky_relu"\n', 1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
+    with pytest.raises(TargetError, match="serial_ops"):
+        load_target(str(bad))
