@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -161,18 +162,21 @@ def test_litert_int8_model(edge_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_tvm_compile_run_and_profile(edge_dir: Path) -> None:
+def test_tvm_compile_run_and_profile(edge_dir: Path, tmp_path: Path) -> None:
     model = edge_dir / "convs_5x5_7x7.onnx"
-    r = run_isolated(
-        RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=5), timeout_s=300
-    )
+    spec = RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=5)
+    r = run_isolated(replace(spec, raw_profile_dir=str(tmp_path)), timeout_s=300)
     assert r.ok, (r.error, r.stderr_tail[-5:])
     assert r.versions["apache-tvm"].startswith("0.")
     assert "llvm" in r.runtime_meta["target"]
     p = r.profile
     assert p is not None and p.source == "tvm_vm_instrument"
-    # Calls are timed inside the timed run: their sum cannot exceed it.
-    assert p.whole_s is not None and p.ops_total_s <= p.whole_s * 1.001
+    # Calls are timed inside the timed run: in each run their sum cannot exceed it (the
+    # profile's medians need not keep that order: a sum of medians is not a median of sums).
+    raw = json.loads((tmp_path / "tvm_vm_profile.json").read_text())
+    assert len(raw["runs"]) == len(raw["whole_s"]) == 6
+    assert all(sum(r.values()) <= w for r, w in zip(raw["runs"], raw["whole_s"], strict=True))
+    assert p.whole_s is not None and p.ops_total_s > 0
     g = load(model)
     rep_join = bench(
         [RunSpec(str(model), "tvm", 1, timing=FAST, profile=True, profile_runs=3)],

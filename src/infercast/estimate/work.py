@@ -19,10 +19,17 @@ import numpy as np
 
 from infercast.analysis.cost import Analysis, LayerCost
 from infercast.errors import InfercastError
+from infercast.estimate.ethos_blocks import (
+    ACCEL_CONFIGS,
+    Block,
+    find_block,
+    ifm_read_elements,
+    mac_op_cycles,
+)
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
-from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims
+from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
 from infercast.ops.registry import get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport
 from infercast.targets.schema import EFFICIENCY_KEYS, Target
@@ -392,14 +399,108 @@ def _ifm_burst_factor(graph: Graph, x: Tensor, burst_bytes: int) -> float:
     return burst_bytes / min(burst_bytes, block)
 
 
-def ifm_refetch_bytes(graph: Graph, node: Node, block_depth: int, burst_bytes: int) -> int:
+def _pair(v: object, default: int = 1) -> tuple[int, int]:
+    if isinstance(v, tuple | list) and len(v) >= 2:
+        return int(v[-2]), int(v[-1])
+    return default, default
+
+
+def vela_block(
+    graph: Graph, node: Node, accel: str
+) -> tuple[str, Block, tuple[int, int, int], tuple[int, int, int], tuple[int, int]] | None:
+    """(kind, block, IFM, OFM, kernel) of the OFM block Vela picks for this int8 conv, FC,
+    depthwise conv or pool (:func:`infercast.estimate.ethos_blocks.find_block`), or None
+    when the op is none of these or a shape is not known."""
+    h = get_handler(node.op)
+    if h is None or accel not in ACCEL_CONFIGS or graph.layout != "NHWC":
+        return None
+    kind = (
+        "depthwise"
+        if node.op == "depthwise_conv"
+        else ("conv" if (h.conv_like or h.fc_like) else ("pool" if h.family == "pool" else ""))
+    )
+    acts = [t for t in graph.input_tensors(node) if t is not None and not t.is_constant]
+    outs = graph.output_tensors(node)
+    if not kind or not acts or not outs:
+        return None
+    try:
+        x, y = static_shape(acts[0]), static_shape(outs[0])
+    except ShapeUnknownError:
+        return None
+    if len(x) == 4 and len(y) == 4 and (h.conv_like or h.family == "pool"):
+        ifm, ofm = (x[1], x[2], x[3]), (y[1], y[2], y[3])
+        if h.conv_like:
+            try:
+                kd = kernel_dims(_conv_weight(graph, node), _weight_layout(node))
+            except (ShapeUnknownError, ValueError, IndexError, KeyError):
+                return None
+            kernel = (kd.spatial[0], kd.spatial[1]) if len(kd.spatial) == 2 else (1, 1)
+        else:
+            kernel = _pair(node.attrs.get("kernel_shape"))
+    elif h.fc_like and x and y:
+        ifm, ofm, kernel = (1, 1, x[-1]), (1, 1, y[-1]), (1, 1)
+    else:
+        return None
+    if min(ifm + ofm + kernel) <= 0:
+        return None
+    stride, dilation = _pair(node.attrs.get("strides")), _pair(node.attrs.get("dilations"))
+    block = find_block(accel, kind, ifm, ofm, kernel, stride, dilation)
+    return None if block is None else (kind, block, ifm, ofm, kernel)
+
+
+def _vela_accel(target: Target) -> str:
+    """The Vela accelerator config the target names (``[toolchain] vela_accelerator_config``)
+    when :mod:`infercast.estimate.ethos_blocks` knows it, else ''."""
+    tc = target.raw.get("toolchain", {})
+    accel = str(tc.get("vela_accelerator_config", "")) if isinstance(tc, Mapping) else ""
+    return accel if accel in ACCEL_CONFIGS else ""
+
+
+_LUT_ACTIVATIONS = {"sigmoid", "tanh", "hard_swish", "hard_sigmoid", "swish", "gelu", "elu"}
+_RELU_ACTIVATIONS = {"relu", "relu6", "clip", "leaky_relu"}
+
+
+def _activation_kind(members: list[Node]) -> str:
+    """Vela's output-stage class of a kernel's activation: ``lut`` (table), ``relu`` or
+    ``none`` (``EstimateAOCyclesPerElement``'s activationPerfIndex)."""
+    act = str(members[0].attrs.get("fused_activation") or "").lower()
+    ops = {m.op for m in members[1:]} | ({act} if act else set())
+    if ops & _LUT_ACTIVATIONS or act == "relu_n1_to_1":
+        return "lut"
+    if ops & _RELU_ACTIVATIONS:
+        return "relu"
+    return "none"
+
+
+def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | None:
+    """ops_eff / ops for a convolution or fully-connected kernel on an Ethos-U: Vela's NPU
+    cycles for the layer (:func:`infercast.estimate.ethos_blocks.mac_op_cycles`, on the
+    block Vela's search picks) over its MACs at the full MAC rate. None for other ops, or
+    when ``accel`` is not a Vela config this module knows."""
+    if not accel:
+        return None
+    found = vela_block(graph, members[0], accel)
+    if found is None or found[0] != "conv":
+        return None
+    kind, block, ifm, ofm, kernel = found
+    macs = kernel[0] * kernel[1] * ifm[2] * ofm[0] * ofm[1] * ofm[2]
+    cycles = mac_op_cycles(accel, kind, block, ifm, ofm, kernel, _activation_kind(members))
+    return cycles * ACCEL_CONFIGS[accel].macs / macs if macs > 0 else None
+
+
+def ifm_refetch_bytes(
+    graph: Graph, node: Node, block_depth: int, burst_bytes: int, accel: str = ""
+) -> int:
     """Input feature-map bytes a conv / FC reads beyond reading its input once.
 
     Arm Vela's Ethos-U model (ethos-u-vela 5.2.0, regor ``ethos_u55_performance.cpp``
     ``MeasureElementAccess``): ``ifmRead = ifmFetch x subkernels x ofmBlockCount``, the OFM
-    blocks counted in depth too, so the whole IFM is read once per block of ``block_depth``
-    output channels (depthwise and pooling read it once: their OFM block depth is the IFM's);
-    a model input is also charged whole bursts (:func:`_ifm_burst_factor`)."""
+    blocks counted in depth too, so the whole IFM is read once per block of output channels,
+    and each block's IFM area includes its halo. With ``accel`` (a Vela accelerator config
+    :data:`~infercast.estimate.ethos_blocks.ACCEL_CONFIGS` knows) the block is the one Vela's
+    own search picks for the layer (:func:`vela_block`); otherwise the whole IFM is read once
+    per ``block_depth`` output channels (depthwise and pooling read it once). A model input
+    is also charged whole bursts (:func:`_ifm_burst_factor`)."""
     h = get_handler(node.op)
     if block_depth <= 0 or h is None or node.op == "depthwise_conv":
         return 0
@@ -411,12 +512,21 @@ def ifm_refetch_bytes(graph: Graph, node: Node, block_depth: int, burst_bytes: i
         return 0
     x = acts[0]
     try:
+        burst = _ifm_burst_factor(graph, x, burst_bytes)
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return 0
+    found = vela_block(graph, node, accel) if accel else None
+    if found is not None:
+        kind, block, ifm, ofm, kernel = found
+        brick = 1 if x.name in graph.inputs else 16
+        read = x.dtype.nbytes(ifm_read_elements(kind, block, ifm, ofm, kernel, brick))
+        return max(0, int(read * burst - ifm_bytes))
+    try:
         if h.conv_like:
             c_out = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).out_channels
         else:
             out = graph.output_tensors(node)[0]
             c_out = int(out.shape[-1] or 0) if out.is_static and out.shape else 0
-        burst = _ifm_burst_factor(graph, x, burst_bytes)
     except (ShapeUnknownError, ValueError, IndexError, KeyError):
         return 0
     reads = -(-c_out // block_depth) if c_out > 0 else 1

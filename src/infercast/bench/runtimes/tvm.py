@@ -134,7 +134,12 @@ class TvmSession:
 
             raw_dir.mkdir(parents=True, exist_ok=True)
             (raw_dir / "tvm_vm_profile.json").write_text(
-                json.dumps({"runs": [{k: v[0] for k, v in r.items()} for r in per_run]})
+                json.dumps(
+                    {
+                        "runs": [{k: v[0] for k, v in r.items()} for r in per_run],
+                        "whole_s": wholes,
+                    }
+                )
             )
         return Profile(
             source="tvm_vm_instrument",
