@@ -49,7 +49,7 @@ from build_fixtures import ensure  # noqa: E402
 from infercast import estimate  # noqa: E402
 from infercast.estimate.calibrate import calibrate_from_timings, calibrated_toml  # noqa: E402
 from infercast.estimate.fit import FitResult, Sample, fit_params, predict  # noqa: E402
-from infercast.estimate.measure import Timing, l2_bytes, measure  # noqa: E402
+from infercast.estimate.measure import Timing, l2_bytes, measure, ort_layout_share  # noqa: E402
 from infercast.estimate.microkernels import build, default_specs  # noqa: E402
 from infercast.frontends import load  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
@@ -58,17 +58,21 @@ from infercast.targets.schema import Target  # noqa: E402
 OUT = Path.home() / ".cache" / "infercast" / "bench_forecast"
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False},
-    "peak": {"cold": False, "spill": False, "pointwise": False, "free_peak": True},
-    "cold+pw": {"cold": True, "spill": False, "pointwise": True, "free_peak": True},
+    "old": {"cold": False, "spill": False, "pointwise": False, "free_peak": False, "layout": False},
+    "prev": {"reread": False, "layout": False, "cold": "litert"},
+    "warm": {"cold": False},
     "new": {},
 }
 """Calibrations fitted side by side on the same measurements: name -> options of
 ``calibrate_from_timings``: ``cold`` (fit the micro-kernels' runs timed after the L2 cache
 was flushed, not those timed back to back), ``spill`` (fit the bandwidth beyond the L2
 cache), ``pointwise`` (1x1 convs' own efficiency), ``free_peak`` (let the fit raise the
-detected peak). ``old`` is what calibration did before; ``new`` (no options) is what
-``infercast calibrate`` does now for the runtime."""
+detected peak), ``reread`` (weights beyond the cache streamed once per block of GEMM rows;
+``layout`` (ONNX Runtime: take its NCHWc layout conversions' share off each micro-kernel's
+time). A ``cold`` naming a runtime: cold for that runtime only. ``old`` is what calibration
+did before the cold runs; ``prev`` before the layout conversions were taken off and ONNX
+Runtime's kernels fitted cold; ``warm`` is ``new`` fitted on the warm runs; ``new`` (no
+options) is what ``infercast calibrate`` does now for the runtime."""
 
 
 def _ms(s: float) -> str:
@@ -99,17 +103,22 @@ def _timings_file(runtime: str, threads: int) -> Path:
     return OUT / f"timings-{runtime}-{threads}t.json"
 
 
-def _save_timings(path: Path, cal: list[Timing], val: list[Timing]) -> None:
-    path.write_text(
-        json.dumps(
-            {"calibration": [asdict(t) for t in cal], "validation": [asdict(t) for t in val]}
-        )
-    )
+def _save_timings(
+    path: Path, cal: list[Timing], val: list[Timing], shares: list[float] | None
+) -> None:
+    d: dict[str, Any] = {
+        "calibration": [asdict(t) for t in cal],
+        "validation": [asdict(t) for t in val],
+    }
+    if shares is not None:
+        d["layout_shares"] = shares
+    path.write_text(json.dumps(d))
 
 
-def _load_timings(path: Path) -> tuple[list[Timing], list[Timing]]:
+def _load_timings(path: Path) -> tuple[list[Timing], list[Timing], list[float] | None]:
     d = json.loads(path.read_text())
-    return [Timing(**t) for t in d["calibration"]], [Timing(**t) for t in d["validation"]]
+    cal = [Timing(**t) for t in d["calibration"]]
+    return cal, [Timing(**t) for t in d["validation"]], d.get("layout_shares")
 
 
 def _summary(errs: list[float]) -> dict[str, float]:
@@ -146,16 +155,22 @@ def host(
     paths = build(specs, "onnx" if runtime == "ort" else "tflite")
     models = host_models(runtime)
     saved = _timings_file(runtime, threads)
-    if reuse and saved.is_file():
-        cal_t, val_t = _load_timings(saved)
+    shares: list[float] | None = None
+    fresh = not (reuse and saved.is_file())
+    if not fresh:
+        cal_t, val_t, shares = _load_timings(saved)
         print(f"\n== host, {runtime}, {threads} thread(s): measurements reused from {saved}")
     else:
         cal_t = measure(
             paths, runtime, threads, budget_s=cal_budget, progress=_log, cold_bytes=2 * l2_bytes()
         )
         val_t = measure(models, runtime, threads, budget_s=val_budget, progress=_log)
-        _save_timings(saved, cal_t, val_t)
         print(f"\n== host, {runtime}, {threads} thread(s): measured in {time.time() - t0:.0f} s")
+    if runtime == "ort" and shares is None:  # measured once, for every variant and refit
+        shares = [ort_layout_share(t.path, threads) for t in cal_t]
+        fresh = True
+    if fresh:
+        _save_timings(saved, cal_t, val_t, shares)
     graphs = {str(m): load(m) for m in models}
     uncal = load_target("host")
     out: dict[str, Any] = {"runtime": runtime, "threads": threads, "variants": {}}
@@ -163,6 +178,10 @@ def host(
     for clock in clocks:
         for variant, options in VARIANTS.items():
             col = f"{variant}/{clock}"
+            options = {
+                k: (v == runtime) if k == "cold" and isinstance(v, str) else v
+                for k, v in options.items()
+            }
             cal = calibrate_from_timings(
                 load_target("host"),
                 runtime,
@@ -170,6 +189,7 @@ def host(
                 cal_t,
                 threads=threads,
                 clock=clock,
+                layout_shares=shares,
                 **options,
             )
             f = cal.fit
@@ -182,6 +202,7 @@ def host(
                 f"{f.invoke_overhead_s * 1e6:.2f} us; ch x{f.channel_multiple}; "
                 + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in f.bandwidth.items())
                 + (f"; beyond L2 {f.spill_bandwidth / 1e9:.1f} GB/s" if f.spill_bandwidth else "")
+                + (f"; GEMM rows/pass {f.gemm_block_rows}" if f.gemm_block_rows else "")
                 + (f"; peak x{f.peak_scale:.2f}" if f.peak_scale != 1 else "")
             )
             target = load_target(str(path))

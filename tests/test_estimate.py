@@ -18,6 +18,7 @@ from infercast.cli import main
 from infercast.estimate.forecast import kernel_time
 from infercast.estimate.fusion import elided_transposes, kernels
 from infercast.frontends import load
+from infercast.ir.graph import Graph
 from infercast.targets import load_target
 
 F32 = TensorProto.FLOAT
@@ -379,3 +380,31 @@ def test_keras_fixtures_forecast_on_every_target(keras_dir: Path) -> None:
             assert math.isfinite(fc.latency_s) and fc.latency_s > 0, (name, f)
             assert all(ly.bound in BOUNDS for ly in fc.layers)
             assert fc.complete
+
+
+def test_litert_runs_residual_adds_on_their_own_ort_fuses_them(keras_dir: Path) -> None:
+    """ResNet50 has 16 residual additions (3 + 4 + 6 + 3 bottleneck blocks, He et al. 2015).
+    From the TFLite file on a CPU each is its own kernel (LiteRT's ADD operator); from the
+    ONNX file each joins its conv's group (ONNX Runtime's Conv+Add+Relu fusion)."""
+
+    def residual_adds(graph: Graph) -> list[int]:
+        return [
+            n.index
+            for n in graph.nodes
+            if n.op == "add"
+            and sum(1 for t in n.inputs if t and not graph.tensors[t].is_constant) == 2
+        ]
+
+    tfl = load(keras_dir / "resnet50_fp32.tflite")
+    adds = residual_adds(tfl)
+    assert len(adds) == 16
+    alone = {k.anchor for k in kernels(tfl) if len(k.members) == 1}
+    assert set(adds) <= alone
+    # Placed on an accelerator, the add stays with its conv (the delegate's own fusion).
+    on_npu = kernels(tfl, {n.index: "accelerator" for n in tfl.nodes})
+    assert not set(adds) & {k.anchor for k in on_npu}
+    onx = load(keras_dir / "resnet50_fp32.onnx")
+    o_adds = residual_adds(onx)
+    assert len(o_adds) == 16
+    fused = {i for k in kernels(onx) for i in k.members[1:]}
+    assert set(o_adds) <= fused

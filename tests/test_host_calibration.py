@@ -8,6 +8,7 @@ checkable; no assertion depends on how fast this machine is."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,16 @@ from infercast.estimate.fit import (
     renormalised,
     unit_keys,
 )
-from infercast.estimate.forecast import Params, kernel_time, spill_bytes
+from infercast.estimate.forecast import Params, kernel_time, spill_bytes, weight_passes
 from infercast.estimate.measure import (
+    LAYOUT_OPS,
     Timing,
     cold_floor_s,
     cold_times,
     l2_bytes,
+    layout_shares,
     measure,
+    ort_layout_share,
     parse_cache_size,
 )
 from infercast.estimate.microkernels import Spec, build, quick_specs
@@ -211,3 +215,122 @@ def test_calibrated_file_states_cache_spill_and_raised_peak(tmp_path: Path) -> N
     assert cpu.spill_bandwidth_bytes_per_s == pytest.approx(7e9)
     stated = target.units["cpu"].peak_ops_per_s["fp32"]
     assert cpu.peak_ops_per_s["fp32"] == pytest.approx(stated * 1.25, rel=1e-3)
+
+
+def test_spilled_bytes_leave_the_overlapped_memory_term() -> None:
+    """Bytes beyond the cache are a stall on top of max(compute, memory), taken off the
+    weights first: the memory term moves what stays, the spill what does not, never both."""
+    target = _host(CACHE, 5e9)
+    p = Params.of(target)
+    act_bw = p.bandwidth["ram"]
+    seen_spill = False
+    for s in _samples(target):
+        for w in s.works:
+            if w.act_memory is None or w.weight_memory is None:
+                continue
+            beyond = max(w.act_bytes + w.weight_bytes - CACHE, 0)
+            from_w = min(beyond, w.weight_bytes)
+            kept_act = w.act_bytes + w.refetch_bytes - (beyond - from_w)
+            kept_w = w.weight_bytes - from_w
+            t = kernel_time(w, p)
+            assert t.memory_s == pytest.approx((kept_act + kept_w) / act_bw, rel=1e-12, abs=1e-18)
+            assert t.spill_s == pytest.approx(beyond / 5e9, rel=1e-12)
+            assert t.latency_s == pytest.approx(
+                max(t.compute_s, t.memory_s) + t.overhead_s + t.spill_s, rel=1e-12
+            )
+            seen_spill = seen_spill or beyond > w.weight_bytes > 0
+    # Some kernel spilled more than its weights: activations came off the memory term too.
+    assert seen_spill
+
+
+BIG = [
+    Spec("conv", 512, 7, 512, 3, 1),  # 9.4 MB of weights, M = 49 output pixels
+    Spec("conv", 256, 14, 512, 3, 1),  # 4.7 MB, M = 196
+    Spec("conv", 1024, 4, 1024, 1, 1),  # 4.2 MB, M = 16
+    Spec("conv", 2048, 7, 512, 1, 1),  # 4.2 MB, M = 49
+    Spec("fc", 2048, 0, 1000),  # 8.2 MB, M = 1
+    Spec("dwconv", 512, 14, 512, 3, 1),  # not a GEMM
+]
+
+
+def test_weights_beyond_the_cache_are_read_once_per_block_of_gemm_rows() -> None:
+    samples = _samples(_host(), BIG)
+    anchors = [s.works[0] for s in samples]
+    assert [w.gemm_rows for w in anchors] == [49, 196, 16, 49, 1, 0]
+    conv = anchors[0]
+    assert conv.weight_bytes == 512 * 512 * 9 * 4 + 512 * 4  # fp32 kernel and bias
+    for block, passes in ((0, 1), (7, 7), (4, 13), (16, 4), (64, 1)):
+        assert weight_passes(conv, CACHE, block) == passes
+        assert (
+            spill_bytes(conv, CACHE, block) == conv.act_bytes + conv.weight_bytes * passes - CACHE
+        )
+    # Weights that fit the cache are read once, whatever the block; so are an FC's (M = 1)
+    # and a depthwise conv's (no GEMM).
+    assert weight_passes(conv, conv.weight_bytes + 1, 7) == 1
+    assert weight_passes(anchors[4], CACHE, 7) == 1
+    assert weight_passes(anchors[5], CACHE, 7) == 1
+
+
+def test_fit_finds_the_gemm_block_the_kernels_were_timed_with() -> None:
+    """Kernels timed by the cost model with weights re-read per 7 GEMM rows: among the
+    candidate blocks the fit picks 7 and recovers the bandwidth beyond the cache."""
+    specs = [*quick_specs(), *BIG]
+    truth_target = dataclasses.replace(
+        _host(),
+        units={
+            "cpu": dataclasses.replace(
+                _host().units["cpu"], gemm_block_rows=7, spill_bandwidth_bytes_per_s=6e10
+            )
+        },
+    )
+    truth = Params.of(truth_target).with_values(
+        {"units.cpu.efficiency.conv": 0.7, "memories.ram.bandwidth_bytes_per_s": 3e10}
+    )
+    timed = {s.name: predict(s, truth) for s in _samples(truth_target, specs)}
+
+    def build_samples(t: Target) -> list[Sample]:
+        return [Sample(s.name, s.works, timed[s.name]) for s in _samples(t, specs)]
+
+    f, cand = fit(
+        _host(), build_samples, "cpu", channel_multiples=(1,), gemm_block_rows=(0, 4, 7, 16)
+    )
+    assert f.gemm_block_rows == 7 and cand.units["cpu"].gemm_block_rows == 7
+    assert f.spill_bandwidth == pytest.approx(6e10, rel=0.05)
+    assert f.rmspe < 0.02
+
+
+def test_layout_share_is_the_reorders_median_time_over_all_nodes() -> None:
+    def ev(node: str, op: str, dur: float) -> dict[str, object]:
+        return {"cat": "Node", "name": f"{node}_kernel_time", "dur": dur, "args": {"op_name": op}}
+
+    events = [
+        *(ev("r_in", "ReorderInput", d) for d in (10, 30, 20)),
+        *(ev("c", "Conv", d) for d in (100, 60, 80)),
+        *(ev("r_out", "ReorderOutput", d) for d in (20, 20, 20)),
+        {"cat": "Session", "name": "model_run", "dur": 500},
+    ]  # fmt: skip
+    # medians: 20 (in) + 80 (conv) + 20 (out): the conversions are 40 of 120
+    assert layout_shares(json.dumps(events)) == pytest.approx(40 / 120)
+    assert layout_shares("[]") == 0.0
+
+
+@pytest.mark.parametrize(("spec", "converts"), [
+    (Spec("conv", 64, 28, 128, 1, 1), True),  # channels a multiple of ORT's NCHWc block
+    (Spec("conv", 17, 28, 33, 1, 1), False),  # not: ORT leaves it in NCHW
+])  # fmt: skip
+def test_ort_layout_share_follows_orts_own_optimised_graph(
+    spec: Spec, converts: bool, tmp_path: Path
+) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    (path,) = build([spec], "onnx")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "opt.onnx")).graph.node}
+    assert bool(ops & set(LAYOUT_OPS)) == converts
+    share = ort_layout_share(path, 1, runs=5)
+    assert (0.0 < share < 1.0) if converts else share == 0.0

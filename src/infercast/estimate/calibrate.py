@@ -41,6 +41,7 @@ from infercast.estimate.measure import (
     cold_times,
     l2_bytes,
     measure,
+    ort_layout_share,
 )
 from infercast.estimate.microkernels import Spec, build, default_specs, quick_specs
 from infercast.ir.graph import Graph
@@ -49,7 +50,19 @@ from infercast.targets.schema import Target
 
 DEFAULT_BUDGET_S = 240.0
 
-COLD_RUNTIMES = frozenset({"litert"})
+COLD_RUNTIMES = frozenset({"litert", "ort"})
+"""Runtimes whose micro-kernels are fitted cold (L2 flushed before each run). ONNX Runtime
+joined once its one-op models' NCHWc layout conversions were taken off their times
+(``calibrate_from_timings(layout=)``): with them left in, its cold fit over-forecast
+held-out models by +23% (median), the conversions standing in for the cold weights; without
+them, on the same measurements, warm: -20%, cold: -5% (micro-kernel fit RMSPE 45% -> 21%)."""
+
+GEMM_BLOCK_ROWS = (0, 4, 7, 16)
+"""Candidates for ``units.U.gemm_block_rows`` a host calibration tries (0: weights read
+once). XNNPACK's f32 GEMM micro-kernel tiles ``mr x nr``: 7x16 on AVX-512
+(``f32_gemm_minmax_ukernel_7x16__avx512f_broadcast``), 4x8 / 5x16 on AVX2 and Arm (google/
+XNNPACK ``src/configs/gemm-config.c``); 16 stands for a blocked GEMM that keeps a larger
+block of rows (ONNX Runtime's MLAS packs weights per panel)."""
 """Runtimes whose micro-kernels calibration fits cold (:mod:`infercast.estimate.measure`).
 
 LiteRT: each single-op model runs the op with the same XNNPACK kernel as the whole model,
@@ -175,6 +188,9 @@ def calibrate_from_timings(
     spill: bool | None = None,
     pointwise: bool = True,
     free_peak: bool = True,
+    reread: bool | None = None,
+    layout: bool | None = None,
+    layout_shares: Sequence[float] | None = None,
 ) -> CalibrationResult:
     """Fit ``target`` to micro-kernel ``timings`` already measured (one per spec, in order):
     the fit step of :func:`calibrate_runtime`, apart so that one set of measurements can be
@@ -185,7 +201,14 @@ def calibrate_from_timings(
     bandwidth beyond it (:func:`infercast.estimate.forecast.spill_bytes`). ``pointwise``:
     fit 1x1 convs' own efficiency (``efficiency.pointwise_conv``), else they share ``conv``'s.
     ``free_peak``: this machine's peak is a detected guess; let the fit raise it
-    (:func:`infercast.estimate.fit.fit`)."""
+    (:func:`infercast.estimate.fit.fit`). ``reread`` (default: as ``spill``): weights beyond
+    the cache are streamed once per block of GEMM rows, the block chosen among
+    :data:`GEMM_BLOCK_ROWS` by the fit (:func:`infercast.estimate.forecast.weight_passes`).
+    ``layout`` (default: for ONNX Runtime): take off each micro-kernel's time the share its
+    NCHWc layout conversions take in ORT's own profile of it
+    (:func:`infercast.estimate.measure.ort_layout_share`): a one-op conv model converts its
+    input and output, a conv inside a whole model does not. ``layout_shares``: those shares
+    measured already (one per timing), so that refits of one set of measurements agree."""
     from infercast.frontends import load
 
     check_clock(clock, threads)
@@ -193,11 +216,19 @@ def calibrate_from_timings(
         cold = runtime in COLD_RUNTIMES
     t0 = time.perf_counter()
     seconds = cold_times(timings, clock) if cold else [t.min_of(clock) for t in timings]
+    if runtime == "ort" if layout is None else layout:
+        shares = (
+            list(layout_shares)
+            if layout_shares is not None
+            else [ort_layout_share(t.path, threads) for t in timings]
+        )
+        seconds = [sec * (1.0 - sh) for sec, sh in zip(seconds, shares, strict=True)]
     graphs = [
         (s.name, load(t.path), sec) for s, t, sec in zip(specs, timings, seconds, strict=True)
     ]
     unit = _fit_unit(target)
-    if (cold if spill is None else spill) and not target.units[unit].cache_bytes:
+    spills = cold if spill is None else spill
+    if spills and not target.units[unit].cache_bytes:
         u = dataclasses.replace(target.units[unit], cache_bytes=l2_bytes())
         target = dataclasses.replace(target, units={**target.units, unit: u})
     result, _ = fit(
@@ -206,6 +237,7 @@ def calibrate_from_timings(
         unit,
         pointwise=pointwise,
         free_peak=free_peak,
+        gemm_block_rows=GEMM_BLOCK_ROWS if (spills if reread is None else reread) else (),
     )
     what = "CPU time of the calling thread" if clock == "cpu" else "wall-clock time"
     if cold:
@@ -403,6 +435,8 @@ def calibrated_toml(
     if result.spill_bandwidth > 0:
         u["cache_bytes"] = unit.cache_bytes
         u["spill_bandwidth_bytes_per_s"] = float(f"{result.spill_bandwidth:.4g}")
+        if result.gemm_block_rows:
+            u["gemm_block_rows"] = result.gemm_block_rows
     u["efficiency"] = {k: float(f"{v:.4g}") for k, v in sorted(result.efficiency.items())}
     table["units"] = {result.unit: u}
     if result.bandwidth:

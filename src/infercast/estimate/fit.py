@@ -24,6 +24,7 @@ user should expect on a model the fit never saw.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from infercast.errors import InfercastError
-from infercast.estimate.forecast import DEFAULT_THREAD_EFFICIENCY, Params, kernel_time, spill_bytes
+from infercast.estimate.forecast import (
+    DEFAULT_THREAD_EFFICIENCY,
+    Params,
+    cached_bytes,
+    kernel_time,
+    spill_bytes,
+)
 from infercast.estimate.work import PARENT_CLASS, Work
 from infercast.targets.schema import Target
 
@@ -165,9 +172,13 @@ class Batch:
         depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
         cols["depth"].append(float(depth))
         cols["half"].append(self._param(f"units.{u}.reduction_half_depth") if depth else -1)
-        cols["act"].append(float(w.act_bytes + w.refetch_bytes))
+        skey = f"units.{u}.spill_bandwidth_bytes_per_s"
+        spills = skey in free or p.spill_bandwidth.get(u, 0.0) > 0
+        sb = spill_bytes(w, p.cache_bytes.get(u, 0), p.gemm_block_rows.get(u, 0)) if spills else 0.0
+        act_b, weight_b = cached_bytes(w, sb)
+        cols["act"].append(act_b)
         cols["act_bw"].append(self._mem(w.act_memory))
-        cols["wb"].append(float(w.weight_bytes))
+        cols["wb"].append(weight_b)
         bkey = f"units.{u}.broadcast_read_factor"
         uses = w.broadcast_bytes and w.weight_memory is not None
         uses = uses and (bkey in free or p.broadcast_read_factor.get(u, 0.0) > 0)
@@ -185,9 +196,6 @@ class Batch:
         cols["rwb"].append(float(w.rewrite_bytes or 0))
         cols["rw_ov"].append(self._param(f"units.{w.fallback_unit}.op_overhead_s") if rw else -1)
         cols["rw_bw"].append(self._mem(w.fallback_memory) if rw else -1)
-        skey = f"units.{u}.spill_bandwidth_bytes_per_s"
-        spills = skey in free or p.spill_bandwidth.get(u, 0.0) > 0
-        sb = spill_bytes(w, p.cache_bytes.get(u, 0)) if spills else 0.0
         cols["spill"].append(sb)
         cols["sp_bw"].append(self._param(skey) if sb > 0 else -1)
 
@@ -392,6 +400,8 @@ class FitResult:
     fitted_classes: tuple[str, ...]
     spill_bandwidth: float = 0.0
     """Fitted bytes/s beyond the unit's cache (0: not fitted: no cache stated)."""
+    gemm_block_rows: int = 0
+    """GEMM rows per pass over weights beyond the cache the fit chose (0: one pass)."""
     peak_scale: float = 1.0
     """The unit's peaks were multiplied by this (``fit(free_peak=True)``); 1: as stated."""
 
@@ -403,6 +413,7 @@ def unit_keys(
     fit_invoke: bool,
     cache_bytes: int = 0,
     pointwise: bool = True,
+    block_rows: int = 0,
 ) -> list[str]:
     """The free parameters of a one-processor fit: the efficiency of every class the samples
     exercise, the per-op overhead, the dot-product half depth (when they hold convs / FCs),
@@ -425,7 +436,7 @@ def unit_keys(
         keys.append(f"units.{unit}.reduction_half_depth")
     keys += [f"memories.{m}.bandwidth_bytes_per_s" for m in memories]
     if cache_bytes and any(
-        spill_bytes(w, cache_bytes) for s in samples for w in s.works if w.unit == unit
+        spill_bytes(w, cache_bytes, block_rows) for s in samples for w in s.works if w.unit == unit
     ):
         keys.append(f"units.{unit}.spill_bandwidth_bytes_per_s")
     if fit_invoke and any(s.whole_model for s in samples):
@@ -451,7 +462,14 @@ def fit_params(
         # penalty that the samples' depths cannot separate from the efficiency stays small.
         base = replace(base, reduction_half={**base.reduction_half, unit: 0.1})
     cache = target.units[unit].cache_bytes
-    keys = unit_keys(samples, unit, fit_invoke=fit_invoke, cache_bytes=cache, pointwise=pointwise)
+    keys = unit_keys(
+        samples,
+        unit,
+        fit_invoke=fit_invoke,
+        cache_bytes=cache,
+        pointwise=pointwise,
+        block_rows=target.units[unit].gemm_block_rows,
+    )
     # Two starts: the target's stated values, and one read off the data (each class's
     # efficiency as if its samples were compute-bound, the bandwidth as if the
     # cheapest-per-byte samples were memory-bound). Under max(compute, memory) a term
@@ -532,6 +550,7 @@ def fit(
     fit_invoke: bool = True,
     pointwise: bool = True,
     free_peak: bool = False,
+    gemm_block_rows: Sequence[int] = (),
 ) -> tuple[FitResult, Target]:
     """Fit ``unit`` of ``target``; ``build_samples`` re-derives the kernels' work for a
     candidate target (the channel multiple changes the work). Returns the best fit and
@@ -543,10 +562,15 @@ def fit(
     ResNet50 (8.2 GFLOP) in 45 ms of one core's CPU time, 182 GFLOP/s, above the 166 the
     nominal 2.6 GHz x 64 FLOP/cycle allows (the core runs above its nominal clock); with
     the peak fixed the conv efficiency sat at its bound of 1 and every conv forecast was
-    slow."""
+    slow.
+
+    ``gemm_block_rows``: candidates for the unit's ``gemm_block_rows`` (weights beyond the
+    cache streamed once per block of GEMM rows, :func:`~infercast.estimate.forecast.
+    weight_passes`), tried like the channel multiples; empty: the target's value."""
     best: tuple[FitResult, Target] | None = None
-    for m in channel_multiples:
-        u = dataclasses.replace(target.units[unit], channel_multiple=m)
+    rows = tuple(gemm_block_rows) or (target.units[unit].gemm_block_rows,)
+    for m, r in itertools.product(channel_multiples, rows):
+        u = dataclasses.replace(target.units[unit], channel_multiple=m, gemm_block_rows=r)
         cand = dataclasses.replace(target, units={**target.units, unit: u})
         samples = build_samples(cand)
         p, values, err = fit_params(
@@ -572,6 +596,7 @@ def fit(
             residuals=tuple((s.name, predict(s, p), s.measured_s) for s in samples),
             fitted_classes=tuple(k[len(eff_prefix) :] for k in values if k.startswith(eff_prefix)),
             spill_bandwidth=values.get(f"units.{unit}.spill_bandwidth_bytes_per_s", 0.0),
+            gemm_block_rows=r,
             peak_scale=scale,
         )
         if best is None or result.rmspe < best[0].rmspe - 1e-4:

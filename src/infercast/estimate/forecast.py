@@ -140,6 +140,8 @@ class Params:
     """unit -> its own cache's bytes (``spill_s``; absent or 0: no spill)."""
     spill_bandwidth: Mapping[str, float] = field(default_factory=dict)
     """unit -> bytes/s of the traffic beyond its cache (absent or 0: no spill)."""
+    gemm_block_rows: Mapping[str, int] = field(default_factory=dict)
+    """unit -> GEMM rows per pass over weights beyond its cache (absent or 0: one pass)."""
 
     @staticmethod
     def of(target: Target, threads: int = 1, *, prior_for: Sequence[str] = ()) -> Params:
@@ -190,6 +192,7 @@ class Params:
             spill_bandwidth={
                 u.name: u.spill_bandwidth_bytes_per_s for u in cpus if u.spill_bandwidth_bytes_per_s
             },
+            gemm_block_rows={u.name: u.gemm_block_rows for u in cpus if u.gemm_block_rows},
         )
 
     def eff(self, unit: str, op_class: str) -> float:
@@ -335,7 +338,20 @@ class Times:
         )
 
 
-def spill_bytes(w: Work, cache_bytes: float) -> float:
+def weight_passes(w: Work, cache_bytes: float, block_rows: int) -> int:
+    """Times kernel ``w`` streams its weights: once when they fit the unit's cache (or no
+    cache / block is stated); ``ceil(M / block_rows)`` when they do not, ``M`` the GEMM's
+    rows (:attr:`Work.gemm_rows`). With one thread XNNPACK runs a GEMM as
+    ``pthreadpool_parallelize_2d_tile_2d`` over (M in tiles of ``mr``, N whole), the M
+    tiles outermost (google/pthreadpool ``src/portable-api.c``), so each ``mr``-row strip of
+    the output reads all of the packed ``K x N`` weights: from L2 when they fit, from the
+    next level once per strip when they do not."""
+    if cache_bytes <= 0 or block_rows <= 0 or w.gemm_rows <= 0 or w.weight_bytes <= cache_bytes:
+        return 1
+    return -(-w.gemm_rows // block_rows)
+
+
+def spill_bytes(w: Work, cache_bytes: float, block_rows: int = 0) -> float:
     """Bytes of kernel ``w`` beyond a cache of ``cache_bytes`` (0: no cache stated).
 
     A CPU core streams a kernel's activations and weights through its own cache (L2); what
@@ -345,10 +361,33 @@ def spill_bytes(w: Work, cache_bytes: float) -> float:
     one thread, this host's 2 MB L2): a 512x512 3x3 conv on a 7x7 map (9.4 MB of weights)
     takes 3.0 ms where its arithmetic at the rate of the small convs takes 1.75 ms, a
     2048x1000 FC (8 MB) 0.60 ms against 0.30 ms at the bandwidth of the small ops; kernels
-    whose bytes fit in 2 MB sit on the fitted rates (``units.U.cache_bytes``)."""
+    whose bytes fit in 2 MB sit on the fitted rates (``units.U.cache_bytes``).
+
+    With ``block_rows`` (``units.U.gemm_block_rows``) a GEMM's weights larger than the cache
+    count once per pass (:func:`weight_passes`): the 512x512 conv above on a 7x7 map, in
+    strips of 7 rows, moves 7 x 9.4 MB."""
     if cache_bytes <= 0 or w.act_memory is None:
         return 0.0
-    return max(float(w.act_bytes + w.weight_bytes) - cache_bytes, 0.0)
+    passes = weight_passes(w, cache_bytes, block_rows)
+    return max(float(w.act_bytes + w.weight_bytes * passes) - cache_bytes, 0.0)
+
+
+def cached_bytes(w: Work, spilled: float) -> tuple[float, float]:
+    """(activation, weight) bytes of kernel ``w`` that its ``memory_s`` term moves, when
+    ``spilled`` bytes of it are the spill's (:func:`spill_bytes`): the spilled bytes are
+    taken off the weights first, then off the activations. A CPU overlaps the traffic that
+    its cache serves with the arithmetic (``max(compute, memory)``), not the stream of
+    weights beyond it: measured per op (LiteRT + XNNPACK, one thread, ResNet50 at 128 px),
+    the convs of the 4x4 stage (M = 16 output pixels, 4-9 MiB of weights) take their
+    arithmetic's time *plus* their weights at 20-30 GB/s (0.35 ms for 4 MiB where the
+    arithmetic takes 0.18 ms), and a 2048x1000 FC (8 MB, arithmetic negligible) its weights
+    at the same rate: one stall, not a second copy of the weights in ``memory_s``."""
+    act = float(w.act_bytes + w.refetch_bytes)
+    weights = float(w.weight_bytes)
+    if spilled <= 0:
+        return act, weights
+    from_weights = min(spilled, weights)
+    return max(act - (spilled - from_weights), 0.0), weights - from_weights
 
 
 def compute_time(w: Work, p: Params) -> float:
@@ -368,11 +407,17 @@ def kernel_time(w: Work, p: Params) -> Times:
     """Seconds of one kernel under parameters ``p`` (see the module docstring)."""
     if w.elided:
         return Times(0.0, 0.0, 0.0, 0.0, 0.0)
+    spill = spilled = 0.0
+    bw = p.spill_bandwidth.get(w.unit, 0.0)
+    if bw > 0:
+        spilled = spill_bytes(w, p.cache_bytes.get(w.unit, 0), p.gemm_block_rows.get(w.unit, 0))
+        spill = spilled / bw
+    act_b, weight_b = cached_bytes(w, spilled)
     act = weights = 0.0
     if w.act_memory is not None:
-        act = (w.act_bytes + w.refetch_bytes) / p.bandwidth[w.act_memory]
+        act = act_b / p.bandwidth[w.act_memory]
     if w.weight_memory is not None:
-        weights = w.weight_bytes / p.bandwidth[w.weight_memory]
+        weights = weight_b / p.bandwidth[w.weight_memory]
         factor = p.broadcast_read_factor.get(w.unit, 0.0)
         if factor and w.broadcast_bytes:
             weights += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
@@ -386,10 +431,6 @@ def kernel_time(w: Work, p: Params) -> Times:
             rewrite += w.rewrite_bytes / p.bandwidth[w.fallback_memory]
     split = w.parallel and w.ops > 0 and w.dtype is not None
     overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
-    spill = 0.0
-    bw = p.spill_bandwidth.get(w.unit, 0.0)
-    if bw > 0:
-        spill = spill_bytes(w, p.cache_bytes.get(w.unit, 0)) / bw
     return Times(compute_time(w, p), memory, overhead, transfer, rewrite, spill)
 
 

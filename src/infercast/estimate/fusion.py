@@ -17,9 +17,9 @@ fixed form that matches the CPU runtimes infercast measures:
   - an activation: relu, relu6, clip, leaky_relu, sigmoid, tanh, hard_swish,
     hard_sigmoid, swish, elu, prelu, gelu;
   - one residual ``add`` of another feature map (ONNX Runtime's Conv+Add+Relu
-    fusion on the CPU provider; TFLite converters fold the activation into
-    the ADD, which then reads both maps once — either way the add costs the
-    extra input read and no intermediate round trip).
+    fusion on the CPU provider); not for a TFLite model on a CPU, where LiteRT
+    runs the ADD (with its folded activation) as its own operator
+    (:func:`_separate_residual`).
 
 Transposes that cancel: converters that translate NHWC graphs to NCHW
 (tf2onnx) wrap every conv in a Transpose pair, and ONNX Runtime's transpose
@@ -209,6 +209,16 @@ def _swish_mul(
     return mul.index if sorted(ins) == sorted([node.inputs[0], node.outputs[0]]) else None
 
 
+def _separate_residual(graph: Graph, processor: str) -> bool:
+    """LiteRT on a CPU runs a residual ``add`` as its own operator: the TFLite converter folds
+    only the activation into the ADD, and XNNPACK fuses no ADD into a conv (its convolution
+    operators take a bias and a clamp, google/XNNPACK ``include/xnnpack.h``). Its cost is
+    then the add's own: measured per op (LiteRT, one thread, ResNet50 at 128 px), the 16
+    residual ADDs take 0.71 ms of the 20.8 ms of ops (3 MB each at the 32x32 stage: 155 us).
+    ONNX Runtime fuses Conv+Add+Relu (``conv_add_act_fusion.cc``); accelerators keep theirs."""
+    return graph.format == "tflite" and processor in ("", "cpu")
+
+
 def kernels(
     graph: Graph,
     processor: Mapping[int, str] | None = None,
@@ -258,6 +268,8 @@ def kernels(
                     continue
                 kind = follower_kind(graph, nxt, current)
                 if kind is None or (kind == "residual" and residual_used):
+                    break
+                if kind == "residual" and _separate_residual(graph, proc.get(node.index, "")):
                     break
                 residual_used = residual_used or kind == "residual"
                 members.append(nxt.index)

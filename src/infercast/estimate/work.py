@@ -119,6 +119,9 @@ class Work:
     model input charged whole bursts (:func:`ifm_refetch_bytes`)."""
     pointwise: bool = False
     """A 1x1, stride-1, ungrouped conv (:func:`is_pointwise`): a plain GEMM on the CPU."""
+    gemm_rows: int = 0
+    """Rows ``M`` of the GEMM a conv / FC is on the CPU (output pixels of a conv, batch
+    rows of an FC; :func:`gemm_rows`); 0: not a GEMM or not known."""
 
     @property
     def ops_eff(self) -> float:
@@ -304,6 +307,31 @@ def reduction_depth(graph: Graph, node: Node) -> int:
     except (ShapeUnknownError, ValueError, IndexError, KeyError):
         return 0
     return 0
+
+
+def gemm_rows(graph: Graph, node: Node) -> int:
+    """Rows ``M`` of the GEMM that a conv / FC / constant-weight MatMul is on a CPU: output
+    elements over output channels (conv: batch x output pixels; FC: batch rows), the
+    ``M`` of an ``M x K`` by ``K x N`` product whose ``K x N`` matrix is the weights
+    (XNNPACK's GEMM and indirect-GEMM convolutions, google/XNNPACK
+    ``src/operators/convolution-nhwc.c``). 0 for depthwise convs (not GEMMs) and unknowns."""
+    h = get_handler(node.op)
+    if h is None or node.op == "depthwise_conv" or not (h.conv_like or h.fc_like):
+        return 0
+    try:
+        out = graph.output_tensors(node)[0]
+        if not (out.is_static and out.shape):
+            return 0
+        elems = 1
+        for d in out.shape:
+            elems *= int(d or 0)
+        if h.conv_like:
+            n = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).out_channels
+        else:
+            n = int(out.shape[-1] or 0)
+    except (ShapeUnknownError, ValueError, IndexError, KeyError):
+        return 0
+    return elems // n if n > 0 and elems > 0 else 0
 
 
 def is_pointwise(graph: Graph, node: Node) -> bool:
@@ -780,6 +808,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         refetch_bytes=refetch,
         separate_ports=_separate_ports(target, a_mem, w_mem),
         pointwise=cls == "conv" and is_pointwise(dev, anchor),
+        gemm_rows=gemm_rows(dev, anchor) if cls in ("conv", "linalg") else 0,
     )
 
 

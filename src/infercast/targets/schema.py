@@ -152,6 +152,11 @@ class ComputeUnit:
     a stall on top of the kernel's time; 0: no such effect."""
     spill_bandwidth_bytes_per_s: RateOrZero = 0.0
     """Bandwidth of the bytes beyond ``cache_bytes`` (calibration fits it); 0: no effect."""
+    gemm_block_rows: Count = 0
+    """CPU units: rows of the output (pixels of a conv, rows of an FC) a GEMM micro-kernel
+    computes per pass over the packed weights. Weights larger than ``cache_bytes`` are
+    streamed again from the next level once per such block of rows (XNNPACK: its micro-kernel
+    tile ``mr``); 0: weights are read once."""
     serial_ops: tuple[str, ...] = ()
     """CPU units: ops (infercast op names, ``op`` or ``op:dtype`` with a peak dtype key such
     as ``leaky_relu:int8``) the runtime runs outside its thread pool and does not fuse into
