@@ -422,3 +422,26 @@ def test_json_is_strict() -> None:
         "e": 3,
     }
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_every_data_file_of_the_package_is_installed() -> None:
+    """A non-editable install (the README's `pip install .`) ships only what
+    pyproject's package-data names: every non-Python file under src/infercast must match
+    one of its patterns (the published-latency CSV once did not, and `validate
+    --published` failed after `pip install .`)."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["infercast"]
+    pkg = root / "src" / "infercast"
+    data = [
+        p.relative_to(pkg).as_posix()
+        for p in pkg.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    assert data
+    missing = [f for f in data if not any(fnmatch.fnmatchcase(f, pat) for pat in patterns)]
+    assert not missing, f"not in [tool.setuptools.package-data]: {missing}"
