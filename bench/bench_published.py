@@ -11,7 +11,9 @@ infercast.estimate.published.build``; cached), then runs the check
 target and per device class: rows, rows the target was fitted on, the median |error|
 and worst ratio of the *predictions* (leave-one-out for fitted rows, plain forecasts for
 the others), the same for the target's stated (uncalibrated) numbers, and the
-NPU-vs-CPU pairs ranked right. ``--rows`` adds every row.
+NPU-vs-CPU pairs ranked right. ``built`` counts the rows with a forecast that count:
+rows marked ``fit = excluded`` (the figure contradicts the model built for them) are
+listed with ``--rows`` but enter no figure. ``--rows`` adds every row.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def main() -> int:
             res = [r for r in check.results if r.row.target in ts]
             if not res:
                 continue
-            built = [r for r in res if r.forecast_s is not None]
+            built = [r for r in res if r.forecast_s is not None and not r.row.excluded]
             pm, pw = _stats(built, "prediction_s")
             sm, sw = _stats(built, "stated_s")
             mine = [p for p in pairs if p[0].row.target in ts or p[1].row.target in ts]
@@ -128,9 +130,10 @@ def main() -> int:
                 continue
             loo = f"{r.loo_s * 1e3:9.3f}" if r.loo_s else " " * 9
             st = getattr(r, "stated_s", None)
+            note = "  excluded (not counted)" if r.row.excluded else ""
             print(f"{r.row.row_id:40s} {r.row.latency_s * 1e3:10.3f} "
                   f"{(st or 0) * 1e3:9.3f} {r.forecast_s * 1e3:9.3f} {loo} "
-                  f"{r.prediction_error:+8.0%}")  # fmt: skip
+                  f"{r.prediction_error:+8.0%}{note}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"classes": out, **check.to_dict()}, indent=1))
     return 0

@@ -75,6 +75,37 @@ def test_published_rows_name_real_recipes_and_targets() -> None:
         cal = load_target(name).calibration
         assert cal.parameters, name
         assert set(cal.rows) <= set(by_id), name
+        # A row whose figure contradicts the model built for it is never fitted on.
+        assert not any(by_id[r].excluded for r in cal.rows), name
+
+
+def test_excluded_rows_are_forecast_and_counted_in_no_figure(tmp_path: Path) -> None:
+    from infercast.errors import InfercastError
+    from infercast.estimate.published.check import RowResult, _summary, pairs_of
+    from infercast.estimate.published.data import COLUMNS
+
+    def line(row_id: str, target: str, fit: str) -> str:
+        return f"{row_id},board,{target},m,mobilenet_v1_224,uint8,1,,rt,call,10,{fit},src,why"
+
+    csv_file = tmp_path / "rows.csv"
+    csv_file.write_text(
+        "# comment\n" + ",".join(COLUMNS) + "\n"
+        + "\n".join([line("a", "edgetpu-usb", "no"), line("b", "edgetpu-usb", "excluded"),
+                      line("c", "rpi4-cpu", "yes")]) + "\n"
+    )  # fmt: skip
+    a, b, c = load_rows(csv_file)
+    assert b.excluded and not b.fit and not a.excluded and c.fit
+    results = [RowResult(a, forecast_s=12e-3), RowResult(b, forecast_s=100e-3), RowResult(c)]
+    s = _summary("edgetpu-usb", results[:2])
+    assert s.rows == 2 and s.rows_excluded == 1
+    assert s.prediction_median_abs_error == pytest.approx(0.2)
+    assert s.prediction_worst_ratio == pytest.approx(1.2)
+    # ... nor in an NPU-vs-CPU pair (same board, same model on an accelerator and a CPU).
+    results[2].forecast_s = 1.0
+    assert [(x.row.row_id, y.row.row_id) for x, y, _ in pairs_of(results)] == [("a", "c")]
+    csv_file.write_text(csv_file.read_text().replace(",excluded,", ",maybe,"))
+    with pytest.raises(InfercastError, match="fit must be one of"):
+        load_rows(csv_file)
 
 
 def test_published_models_carry_the_quantisation_their_rows_say(published_dir: Path) -> None:

@@ -47,7 +47,9 @@ class RowResult:
     loo_s: float | None = None
     """Leave-one-out forecast (fitted rows only)."""
     status: str = "ok"
-    """``ok``, ``not built`` (the model file is missing) or an error line."""
+    """``ok``, ``not built`` (the model file is missing), ``excluded`` (the published
+    figure contradicts the model built for it: :attr:`PublishedRow.excluded`) or an error
+    line."""
 
     @property
     def in_fit(self) -> bool:
@@ -102,6 +104,8 @@ class DeviceSummary:
     prediction_worst_ratio: float | None
     pairs_right: int = 0
     pairs_total: int = 0
+    rows_excluded: int = 0
+    """Rows whose figure contradicts the model built for them: in ``rows``, in no figure."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -155,7 +159,7 @@ def row_sample(row: PublishedRow, target: Target, graph: Graph) -> Sample:
 
 
 def _summary(target: str, results: list[RowResult]) -> DeviceSummary:
-    done = [r for r in results if r.forecast_s is not None]
+    done = [r for r in results if r.forecast_s is not None and not r.row.excluded]
     errs = [abs(r.error) for r in done if r.error is not None]
     preds = [r for r in done if r.prediction_s is not None]
     perr = [abs(r.prediction_error) for r in preds if r.prediction_error is not None]
@@ -171,6 +175,7 @@ def _summary(target: str, results: list[RowResult]) -> DeviceSummary:
         prediction_worst_ratio=max(
             (ratio(r.prediction_s, r.row.latency_s) for r in preds if r.prediction_s), default=None
         ),
+        rows_excluded=sum(1 for r in results if r.row.excluded),
     )
 
 
@@ -191,6 +196,8 @@ def check_target(
             res.status = "not built"
         else:
             samples[row.row_id] = row_sample(row, target, load(path))
+            if row.excluded:
+                res.status = "excluded"
         results.append(res)
     shipped = Params.of(target)
     for res in results:
@@ -199,7 +206,11 @@ def check_target(
             res.forecast_s = predict(s, shipped)
     fitted = set(target.calibration.rows)
     keys = list(target.calibration.parameters)
-    fit_samples = [samples[r.row_id] for r in rows if r.row_id in fitted and r.row_id in samples]
+    fit_samples = [
+        samples[r.row_id]
+        for r in rows
+        if r.row_id in fitted and r.row_id in samples and not r.excluded
+    ]
     if keys and fit_samples:
         prior = Params.of(target, prior_for=keys)
         loo = {name: f for name, f, _ in leave_one_out(fit_samples, prior, keys)}
@@ -215,10 +226,10 @@ def pairs_of(results: Sequence[RowResult]) -> list[tuple[RowResult, RowResult, b
     }
     out = []
     for a in results:
-        if not accel[a.row.target]:
+        if not accel[a.row.target] or a.row.excluded:
             continue
         for c in results:
-            if accel[c.row.target] or c.row.board != a.row.board:
+            if accel[c.row.target] or c.row.excluded or c.row.board != a.row.board:
                 continue
             if (c.row.recipe, c.row.quant) != (a.row.recipe, a.row.quant):
                 continue

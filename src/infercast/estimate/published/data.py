@@ -40,6 +40,10 @@ class PublishedRow:
     fit: bool
     source: str
     conditions: str
+    excluded: bool = False
+    """The figure contradicts the model infercast builds for the row (``fit = excluded``;
+    the conditions column says why): reported with its forecast, never fitted, and left
+    out of every per-device figure."""
 
     @property
     def accelerated(self) -> bool:
@@ -49,7 +53,13 @@ class PublishedRow:
         return load_target(self.target).placement.accelerator is not None
 
 
+FIT_VALUES = ("yes", "no", "excluded")
+
+
 def _parse(rec: dict[str, str], where: str) -> PublishedRow:
+    fit = rec.get("fit", "").strip().lower()
+    if fit not in FIT_VALUES:
+        raise InfercastError(f"{where}: fit must be one of {', '.join(FIT_VALUES)}, not {fit!r}")
     try:
         row = PublishedRow(
             row_id=rec["row_id"],
@@ -63,9 +73,10 @@ def _parse(rec: dict[str, str], where: str) -> PublishedRow:
             runtime=rec["runtime"],
             timed=rec["timed"],
             latency_s=float(rec["latency_ms"]) / 1e3,
-            fit=rec["fit"].strip().lower() == "yes",
+            fit=fit == "yes",
             source=rec["source"],
             conditions=rec["conditions"],
+            excluded=fit == "excluded",
         )
     except (KeyError, ValueError) as exc:
         raise InfercastError(f"{where}: malformed published row ({exc})") from exc
