@@ -207,6 +207,40 @@ def test_vectorised_evaluation_is_the_per_kernel_reference(
     assert list(b.latencies(b.full())) == pytest.approx(expected, rel=1e-9)
 
 
+def test_streamed_weights_cross_at_the_stream_rate(published_dir: Path) -> None:
+    """Weights beyond a streaming cache cost ``streamed / crossing.stream_bytes_per_s``
+    (unstated: the link's ``bytes_per_s``, fitted or not); the vectorised evaluation and
+    the fit agree; a fit on samples that stream nothing leaves the stream at its prior."""
+    import dataclasses
+
+    t = load_target("edgetpu-usb")
+    g = load(_models(published_dir)["conv3x3_128ch_64_fp32"])
+    works = tuple(w for _, w in estimate(g, t).works)
+    streamed = tuple(dataclasses.replace(w, streamed_bytes=200_000_000) for w in works)
+    plain, heavy = Sample("plain", works, 1.0), Sample("heavy", streamed, 1.0)
+    p = Params.of(t)
+    assert p.crossing_stream_bytes_per_s == 0 and p.stream_rate == p.crossing_bytes_per_s
+    slow = p.with_values({"crossing.stream_bytes_per_s": 1e8})
+    assert slow.get("crossing.stream_bytes_per_s") == 1e8
+    extra = sum(kernel_time(w, slow).memory_s - kernel_time(w, p).memory_s for w in streamed)
+    assert extra == pytest.approx(len(works) * 2e8 * (1 / 1e8 - 1 / p.crossing_bytes_per_s))
+    for keys in ([], ["crossing.stream_bytes_per_s"], ["crossing.bytes_per_s"]):
+        for params in (p, slow):
+            b = Batch([plain, heavy], params, keys)
+            want = [predict(plain, params), predict(heavy, params)]
+            assert list(b.latencies(b.full())) == pytest.approx(want, rel=1e-9), keys
+    keys = ["crossing.stream_bytes_per_s", "calibration.invoke_overhead_s"]
+    truth = p.with_values(
+        {"crossing.stream_bytes_per_s": 2.5e8, "calibration.invoke_overhead_s": 2e-3}
+    )
+    samples = [Sample(s.name, s.works, predict(s, truth)) for s in (plain, heavy)]
+    f = fit_values(samples, p, keys, prior_weight=0.0)
+    assert f.values["crossing.stream_bytes_per_s"] == pytest.approx(2.5e8, rel=1e-3)
+    assert f.values["calibration.invoke_overhead_s"] == pytest.approx(2e-3, rel=1e-3)
+    only_plain = fit_values(samples[:1], p, keys)
+    assert only_plain.values["crossing.stream_bytes_per_s"] == pytest.approx(p.stream_rate)
+
+
 # --------------------------------------------------------------------------- #
 # Threads, per-channel weights, clocks, one-time costs
 # --------------------------------------------------------------------------- #

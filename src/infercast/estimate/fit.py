@@ -243,10 +243,16 @@ class Batch:
             if "crossing.fixed_s" in self._index
             else self.base.crossing_fixed_s
         )
+        if "crossing.stream_bytes_per_s" in self._index:
+            sbw = theta[self._index["crossing.stream_bytes_per_s"]]
+        elif self.base.crossing_stream_bytes_per_s > 0:
+            sbw = self.base.crossing_stream_bytes_per_s
+        else:  # the stream runs at the link's rate, fitted or not
+            sbw = xbw
         weights = c["wb"] + c["bb"] * t0[c["bf"]]
         act_s, w_s = c["act"] * inv_bw[c["act_bw"]], weights * inv_bw[c["w_bw"]]
         both = np.where(c["ports"] > 0, np.maximum(act_s, w_s), act_s + w_s)
-        memory = both + c["streamed"] / xbw
+        memory = both + c["streamed"] / sbw
         transfer = c["ntr"] * xfix + c["trb"] / xbw
         rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
         overhead = t0[c["ov"]] + t0[c["sync"]]

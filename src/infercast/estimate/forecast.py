@@ -25,7 +25,8 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   activations (layer_io for accelerator layers) + weight bytes / bandwidth of
   the memory holding weights``; weights beyond a cache that streams
   (``on_overflow = "stream"``, the Edge TPU's parameter cache) are streamed
-  over the crossing link at ``crossing.bytes_per_s``, every inference;
+  over the crossing link at ``crossing.stream_bytes_per_s`` (the sustained rate of that
+  long stream; unstated: the link's ``crossing.bytes_per_s``), every inference;
   Data-movement ops (transpose, pad, concat, …) do no arithmetic; the forecast
   counts one op per element they write, so ``efficiency.movement`` is their
   copy throughput (pure re-labels -- reshape, squeeze, flatten -- cost only
@@ -124,6 +125,8 @@ class Params:
     crossing_fixed_s: float
     crossing_bytes_per_s: float
     invoke_s: float
+    crossing_stream_bytes_per_s: float = 0.0
+    """Bytes/s of weights streamed beyond a streaming cache (0: ``crossing_bytes_per_s``)."""
     reduction_half: Mapping[str, float] = field(default_factory=dict)
     """unit -> ``reduction_half_depth`` (0: no short-dot-product effect)."""
     cores: Mapping[str, int] = field(default_factory=dict)
@@ -178,6 +181,7 @@ class Params:
             },
             crossing_fixed_s=target.crossing.fixed_s,
             crossing_bytes_per_s=target.crossing.bytes_per_s,
+            crossing_stream_bytes_per_s=target.crossing.stream_bytes_per_s,
             invoke_s=target.calibration.invoke_overhead_s,
             reduction_half={u.name: u.reduction_half_depth for u in target.units.values()},
             cores={u.name: u.cores for u in cpus},
@@ -227,11 +231,18 @@ class Params:
                 peak *= self.speedup(unit)
         return peak
 
+    @property
+    def stream_rate(self) -> float:
+        """Bytes/s of the weights streamed beyond a streaming cache."""
+        return self.crossing_stream_bytes_per_s or self.crossing_bytes_per_s
+
     # -- dotted keys ---------------------------------------------------------- #
 
     def get(self, key: str) -> float:
         """The value of a dotted parameter key (see the class docstring)."""
         slot, sub = _slot(key)
+        if slot == "crossing_stream_bytes_per_s":
+            return self.stream_rate
         if slot in ("crossing_fixed_s", "crossing_bytes_per_s", "invoke_s"):
             return float(getattr(self, slot))
         table = getattr(self, slot)
@@ -252,7 +263,12 @@ class Params:
         changes: dict[str, Any] = {}
         for key, v in values.items():
             slot, sub = _slot(key)
-            if slot in ("crossing_fixed_s", "crossing_bytes_per_s", "invoke_s"):
+            if slot in (
+                "crossing_fixed_s",
+                "crossing_bytes_per_s",
+                "crossing_stream_bytes_per_s",
+                "invoke_s",
+            ):
                 changes[slot] = float(v)
                 continue
             table = dict(changes.get(slot, getattr(self, slot)))
@@ -279,6 +295,8 @@ def _slot(key: str) -> tuple[str, Any]:
         return "crossing_fixed_s", None
     if key == "crossing.bytes_per_s":
         return "crossing_bytes_per_s", None
+    if key == "crossing.stream_bytes_per_s":
+        return "crossing_stream_bytes_per_s", None
     if key == "calibration.invoke_overhead_s":
         return "invoke_s", None
     if len(parts) == 3 and parts[0] == "memories" and parts[2] == "bandwidth_bytes_per_s":
@@ -295,7 +313,8 @@ def _slot(key: str) -> tuple[str, Any]:
         "use units.U.efficiency.CLASS, units.U.op_overhead_s, units.U.thread_efficiency, "
         "units.U.per_channel_slowdown, units.U.thread_sync_s, units.U.peak_<dtype>_ops_per_s, "
         "units.U.spill_bandwidth_bytes_per_s, "
-        "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s or "
+        "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s, "
+        "crossing.stream_bytes_per_s or "
         "calibration.invoke_overhead_s",
     )
 
@@ -422,7 +441,7 @@ def kernel_time(w: Work, p: Params) -> Times:
         if factor and w.broadcast_bytes:
             weights += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]
     memory = max(act, weights) if w.separate_ports else act + weights
-    memory += w.streamed_bytes / p.crossing_bytes_per_s
+    memory += w.streamed_bytes / p.stream_rate
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
     rewrite = 0.0
     if w.rewrite_bytes is not None:

@@ -87,7 +87,12 @@ def _placement(t: Target) -> list[str]:
         ),
         f"- Operator names: {pl.op_names}",
         f"- Crossing accelerator <-> {pl.fallback}: {t.crossing.fixed_s * 1e6:g} µs + bytes / "
-        f"{_rate(t.crossing.bytes_per_s)}B/s",
+        f"{_rate(t.crossing.bytes_per_s)}B/s"
+        + (
+            f"; weights streamed beyond a cache: {_rate(t.crossing.stream_bytes_per_s)}B/s"
+            if t.crossing.stream_bytes_per_s
+            else ""
+        ),
         f"- One-time graph compilation: {t.graph_compile_s:g} s"
         + (
             f" + {t.graph_compile_s_per_weight_byte * 1e6:g} s per MB of weights on the accelerator"

@@ -245,6 +245,10 @@ class Crossing:
 
     fixed_s: Seconds = 0.0
     bytes_per_s: Rate = 1e12
+    stream_bytes_per_s: RateOrZero = 0.0
+    """Sustained rate of the weights a streaming cache cannot hold (``on_overflow =
+    "stream"``), sent every inference as one long run of back-to-back transfers that
+    overlap the accelerator's work; 0: the link's ``bytes_per_s``."""
 
     def seconds(self, nbytes: int) -> float:
         return self.fixed_s + nbytes / self.bytes_per_s
