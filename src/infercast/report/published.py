@@ -4,7 +4,9 @@ JSON: ``infercast.validate-published/1`` (:meth:`PublishedCheck.to_dict`): per d
 the row counts, median |error| and worst ratio (in-sample and of the predictions:
 leave-one-out for rows the target was fitted on), the NPU-vs-CPU pairs; per row the
 forecast, the published figure and both errors. CSV: one row per published row.
-Table: the per-device summary, then the rows.
+Table: the per-device summary, then the rows. Rows marked ``fit = excluded`` (the
+figure contradicts the model built for them) are listed with status ``excluded`` and
+counted in no per-device figure.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ DEVICE_COLUMNS = [
     Col("target", "target", numeric=False, prio=0),
     Col("rows", "rows", prio=0),
     Col("in_fit", "in fit", prio=2),
+    Col("excluded", "excluded", prio=2, short="excl."),
     Col("median", "median |error|", prio=1, short="med |err|"),
     Col("worst", "worst", prio=2),
     Col("pred_median", "prediction median |error|", prio=0, short="pred. med |err|"),
@@ -80,6 +83,7 @@ def device_grid(check: PublishedCheck) -> Grid:
                 "target": entry(d.target, d.target),
                 "rows": entry(d.rows, d.rows),
                 "in_fit": entry(d.rows_in_fit, d.rows_in_fit),
+                "excluded": entry(d.rows_excluded, d.rows_excluded),
                 "median": entry(_abs_pct(d.median_abs_error), d.median_abs_error),
                 "worst": entry(_x(d.worst_ratio), d.worst_ratio),
                 "pred_median": entry(
