@@ -45,7 +45,6 @@ from infercast.estimate.published.recipes import VELA_SET  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
 
 KEYS = [
-    "units.npu.efficiency.linalg",
     "units.npu.efficiency.elementwise",
     "units.npu.efficiency.movement",
     "units.npu.efficiency.normalization",
@@ -75,9 +74,10 @@ def run_vela(model: Path, target: str) -> tuple[float, dict[str, float]]:
     return float(row["inference_time"]), {k: v / clock for k, v in cycles.items()}
 
 
-CYCLE_CLASSES = ("conv", "depthwise_conv", "pool")
+CYCLE_CLASSES = ("conv", "linalg", "depthwise_conv", "pool")
 """Op classes whose NPU time infercast takes from Vela's own cycle model, per layer (its
-block search and ``EstimateMacOpCycles``; ``infercast.estimate.work.vela_npu_cycles``):
+block search and ``EstimateMacOpCycles``; ``infercast.estimate.work.vela_npu_cycles``;
+``linalg`` is a fully-connected layer, a 1x1 convolution to Vela):
 their efficiency is 1 by construction, not fitted."""
 
 
