@@ -45,8 +45,6 @@ from infercast.estimate.published.recipes import VELA_SET  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
 
 KEYS = [
-    "units.npu.efficiency.conv",
-    "units.npu.efficiency.linalg",
     "units.npu.efficiency.elementwise",
     "units.npu.efficiency.movement",
     "units.npu.efficiency.normalization",
@@ -76,32 +74,18 @@ def run_vela(model: Path, target: str) -> tuple[float, dict[str, float]]:
     return float(row["inference_time"]), {k: v / clock for k, v in cycles.items()}
 
 
-RATE_OPS = {"DepthwiseConv2D": "depthwise_conv", "AvgPool": "pool", "MaxPool": "pool"}
-"""Vela operators whose rate is read from Vela's own per-layer output, not fitted: its NPU
-cycles per MAC (``--verbose-performance`` CSV, columns ``MAC Count`` and ``NPU``)."""
+CYCLE_CLASSES = ("conv", "linalg", "depthwise_conv", "pool")
+"""Op classes whose NPU time infercast takes from Vela's own cycle model, per layer (its
+block search and ``EstimateMacOpCycles``; ``infercast.estimate.work.vela_npu_cycles``;
+``linalg`` is a fully-connected layer, a 1x1 convolution to Vela):
+their efficiency is 1 by construction, not fitted."""
 
 
 def vela_rates(models: list[Path], target: str) -> dict[str, float]:
-    """The NPU's efficiency for depthwise convolutions and pooling from Vela's per-layer
-    MAC counts and NPU cycles on ``models``: MACs per cycle over the MAC array's width
-    (depthwise counts 2 ops per MAC, pooling one per window element, as infercast does).
-    Vela's MEAN lowering (depthwise ops named ``Mean_intermediate``) is left out."""
-    tgt = load_target(target)
-    macs_per_cycle = float(tgt.units["npu"].macs_per_cycle or 1)
-    sums: dict[str, list[float]] = {}
-    for model in models:
-        run_vela(model, target)
-        out = cache_root().parent / "vela" / target / model.stem
-        for r in csv.DictReader((out / f"{model.stem}_per-layer.csv").open()):
-            cls = RATE_OPS.get(r["NNG Operator"])
-            if cls is None or "Mean_intermediate" in r["Name"]:
-                continue
-            acc = sums.setdefault(cls, [0.0, 0.0])
-            acc[0] += float(r["MAC Count"])
-            acc[1] += float(r["NPU"])
-    ops_per_mac = {"depthwise_conv": 1.0, "pool": 2.0}
-    return {f"units.npu.efficiency.{c}": m / n / macs_per_cycle / ops_per_mac[c]
-            for c, (m, n) in sums.items() if n > 0}  # fmt: skip
+    """The efficiencies held at 1: the op classes of ``CYCLE_CLASSES`` (``models`` and
+    ``target`` unused; kept for the leave-one-out loop's signature)."""
+    del models, target
+    return {f"units.npu.efficiency.{c}": 1.0 for c in CYCLE_CLASSES}
 
 
 def npu_sample(model: Path, target: str, vela_s: float) -> Sample:
@@ -117,9 +101,13 @@ def npu_sample(model: Path, target: str, vela_s: float) -> Sample:
 
 def vela_keys(target: str) -> list[str]:
     """The fitted keys: the NPU's efficiencies and overhead, and each memory's bandwidth (as
-    Vela models it: bursts and re-reads make it lower than the system config's figure)."""
-    mems = [f"memories.{m}.bandwidth_bytes_per_s" for m in load_target(target).memories]
-    return [*KEYS, *mems]
+    Vela models it: bursts and re-reads make it lower than the system config's figure) where
+    the target does not model Vela's per-block IFM re-reads (``ifm_refetch_depth`` 0); where
+    it does, the memories stay at the system config's bandwidths."""
+    tgt = load_target(target)
+    if tgt.units["npu"].ifm_refetch_depth > 0:
+        return list(KEYS)  # Vela's block re-reads and SRAM / DRAM placement modelled: nominal
+    return [*KEYS, *(f"memories.{m}.bandwidth_bytes_per_s" for m in tgt.memories)]
 
 
 def starts(keys: list[str]) -> list[dict[str, float]]:
@@ -201,7 +189,7 @@ def main() -> int:
             f = vela_fit(samples, target, rates)
             print("  fit on every architecture (for the target file):")
             for k, v in rates.items():
-                print(f"    {k} = {v:.4g}  (Vela's per-layer MACs per NPU cycle)")
+                print(f"    {k} = {v:.4g}  (Vela's per-layer cycle model)")
             bws = nominal(target)
             for k, v in f.values.items():
                 if k.startswith("memories."):

@@ -381,6 +381,19 @@ def broadcast_bytes(graph: Graph, node: Node) -> int:
     return 0
 
 
+def _reads_model_input(graph: Graph, x: Tensor) -> bool:
+    """``x`` is a model input, or a PAD of one: Vela merges a PAD into the convolution that
+    follows it, which then reads the model input itself (NHWC, in the arena)."""
+    if x.name in graph.inputs:
+        return True
+    i = graph.producers.get(x.name)
+    prod = graph.nodes[i] if i is not None and i < len(graph.nodes) else None
+    if prod is None or prod.index != i or prod.op != "pad":
+        return False
+    acts = [t for t in graph.input_tensors(prod) if t is not None and not t.is_constant]
+    return bool(acts) and acts[0].name in graph.inputs
+
+
 def _ifm_burst_factor(graph: Graph, x: Tensor, burst_bytes: int) -> float:
     """Bytes charged per byte of a model-input feature map read in NHWC.
 
@@ -389,7 +402,7 @@ def _ifm_burst_factor(graph: Graph, x: Tensor, burst_bytes: int) -> float:
     depth is issued in bursts of one block depth, each charged ``burst_length`` bytes. The IFM
     block is min(depth, 32) deep rounded up to 8 (``ethos_u55.cpp`` ``ifmBlockDepth``,
     ``ifmUBlock`` 8 deep). Model inputs are NHWC; interior maps are 16-channel bricks."""
-    if burst_bytes <= 0 or x.name not in graph.inputs or x.rank != 4:
+    if burst_bytes <= 0 or not _reads_model_input(graph, x) or x.rank != 4:
         return 1.0
     d = activation_dims(x, graph.layout)
     depth_bytes = x.dtype.nbytes(d.channels or 1)
@@ -488,6 +501,23 @@ def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | 
     return cycles * ACCEL_CONFIGS[accel].macs / macs if macs > 0 else None
 
 
+def vela_npu_cycles(graph: Graph, members: list[Node], accel: str) -> int | None:
+    """Vela's NPU cycles for a convolution, FC, depthwise convolution or pool kernel on an
+    Ethos-U (:func:`infercast.estimate.ethos_blocks.mac_op_cycles` on the block Vela's own
+    search picks); None for other ops, unknown shapes or an accelerator this module does
+    not know."""
+    if not accel:
+        return None
+    found = vela_block(graph, members[0], accel)
+    if found is None:
+        return None
+    kind, block, ifm, ofm, kernel = found
+    max_pool = members[0].op == "max_pool"
+    return mac_op_cycles(
+        accel, kind, block, ifm, ofm, kernel, _activation_kind(members), max_pool=max_pool
+    )
+
+
 def ifm_refetch_bytes(
     graph: Graph, node: Node, block_depth: int, burst_bytes: int, accel: str = ""
 ) -> int:
@@ -518,7 +548,7 @@ def ifm_refetch_bytes(
     found = vela_block(graph, node, accel) if accel else None
     if found is not None:
         kind, block, ifm, ofm, kernel = found
-        brick = 1 if x.name in graph.inputs else 16
+        brick = 1 if _reads_model_input(graph, x) else 16
         read = x.dtype.nbytes(ifm_read_elements(kind, block, ifm, ofm, kernel, brick))
         return max(0, int(read * burst - ifm_bytes))
     try:
@@ -533,7 +563,9 @@ def ifm_refetch_bytes(
     return int(ifm_bytes * (reads * burst - 1))
 
 
-def _cached_act_memory(target: Target, dev: Graph, members: list[Node]) -> str | None:
+def _cached_act_memory(
+    target: Target, dev: Graph, members: list[Node], act_bytes: int
+) -> str | None:
     """The memory that caches this kernel's feature maps (``caches = ["activations"]``).
 
     Arm Vela's Dedicated_Sram mode keeps the arena in DRAM and cascades chains of ops through
@@ -548,11 +580,15 @@ def _cached_act_memory(target: Target, dev: Graph, members: list[Node]) -> str |
     for name in members[0].inputs:
         if not name or dev.tensors[name].is_constant:
             continue
-        if name in dev.inputs:
+        if _reads_model_input(dev, dev.tensors[name]):
             return None
-        shared = len(dev.consumers.get(name, ())) > 1
-        if shared and (dev.tensors[name].nbytes or 0) > cache.size_bytes:
+        if len(dev.consumers.get(name, ())) > 1:
             return None
+    for o in members[-1].outputs:
+        if o and (o in dev.outputs or len(dev.consumers.get(o, ())) > 1):
+            return None
+    if act_bytes > cache.size_bytes:
+        return None
     return cache.name
 
 
@@ -775,11 +811,16 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     refetch = 0
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
-        a_mem = _cached_act_memory(target, dev, members) or a_mem
+        a_mem = _cached_act_memory(target, dev, members, act_bytes) or a_mem
         burst = target.memories[a_mem].burst_bytes if a_mem else 0
-        refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst)
+        refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
+    factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
+    cycles = vela_npu_cycles(dev, members, _vela_accel(target)) if on_acc else None
+    unit = target.units[lp.unit]
+    if cycles is not None and ops > 0 and unit.macs_per_cycle:
+        factor = cycles * 2.0 * unit.macs_per_cycle / ops
     known = known and sizes_known
     cls = op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
@@ -788,7 +829,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         op_class=cls,
         dtype=_peak_dtype(ctx, anchor, lp.unit, ops),
         ops=ops,
-        shape_factor=shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target),
+        shape_factor=factor,
         reduction_depth=reduction_depth(dev, anchor) if cls in ("conv", "linalg") else 0,
         act_bytes=act_bytes,
         weight_bytes=w_bytes,
