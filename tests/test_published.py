@@ -9,6 +9,7 @@ is printed by ``bench/bench_published.py``, not asserted here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from pathlib import Path
@@ -27,7 +28,13 @@ from infercast.estimate.calibrate import (
 )
 from infercast.estimate.fit import Batch, Sample, fit_values, leave_one_out, predict
 from infercast.estimate.forecast import EstimateError, Params, kernel_time
-from infercast.estimate.published.data import load_rows
+from infercast.estimate.published.check import (
+    Pairing,
+    calibrate_on_rows,
+    paired_leave_one_out,
+    row_sample,
+)
+from infercast.estimate.published.data import PublishedRow, load_rows, paired_row
 from infercast.estimate.published.recipes import QUANTS, RECIPES
 from infercast.frontends import load
 from infercast.targets import load_target
@@ -159,6 +166,97 @@ def test_leave_one_out_is_a_fit_on_the_others(published_dir: Path) -> None:
     # With one sample there is nothing to fit on: its forecast is the prior's.
     (only,) = leave_one_out(samples[:1], prior, KEYS)
     assert only[1] == pytest.approx(predict(samples[0], prior))
+
+
+# --------------------------------------------------------------------------- #
+# Paired fits (calibration.paired: NNAPI over VX)
+# --------------------------------------------------------------------------- #
+
+PAIRED_STEMS = ("ds_cnn_kws_int8", "mobilenet_v1_a025_128_int8", "ad_autoencoder_int8")
+
+
+def _row(target: str, stem: str, ms: float, source: str = "syn") -> PublishedRow:
+    return PublishedRow(row_id=f"{target}/{stem}", board="syn", target=target, model=stem,
+                        recipe=stem, quant="int8", threads=1, clock_hz=None, runtime="syn",
+                        timed="call", latency_s=ms / 1e3, fit=True, source=source,
+                        conditions="")  # fmt: skip
+
+
+def _paired_rows(
+    published_dir: Path, delta_s: float, errors: tuple[float, ...]
+) -> tuple[list[PublishedRow], dict[tuple[str, str], Path]]:
+    """VX rows off the VX forecast by ``errors`` (its model's error on each model); NNAPI rows
+    the VX row plus what the NNAPI target forecasts over VX with a per-call cost ``delta_s``."""
+    vx, nn = load_target("imx8mp-npu-vx"), load_target("imx8mp-npu-nnapi")
+    m = _models(published_dir)
+    paths = {(stem, "int8"): m[stem] for stem in PAIRED_STEMS}
+    truth = Params.of(nn).with_values({"calibration.invoke_overhead_s": delta_s})
+    rows = []
+    for stem, err in zip(PAIRED_STEMS, errors, strict=True):
+        g = load(m[stem])
+        probe = _row("x", stem, 1.0)
+        f_vx = predict(row_sample(probe, vx, g), Params.of(vx))
+        f_nn = predict(row_sample(probe, nn, g), truth)
+        rows.append(_row(vx.name, stem, f_vx * err * 1e3))
+        rows.append(_row(nn.name, stem, (f_vx * err + f_nn - f_vx) * 1e3))
+    return rows, paths
+
+
+def test_paired_rows_are_one_measurement_on_two_targets() -> None:
+    a, b = _row("imx8mp-npu-nnapi", "m", 3.0), _row("imx8mp-npu-vx", "m", 2.4)
+    other = _row("imx8mp-npu-vx", "m", 2.0, source="another thread")
+    assert paired_row(a, [a, b, other], "imx8mp-npu-vx") == b
+    assert paired_row(a, [a, other], "imx8mp-npu-vx") is None
+    assert paired_row(a, [a, b, other], "imx8mp-cpu") is None
+
+
+def test_paired_fit_recovers_the_delta_whatever_the_baselines_error(published_dir: Path) -> None:
+    delta = 4e-4
+    rows, paths = _paired_rows(published_dir, delta, errors=(0.5, 1.7, 3.0))
+    nn = load_target("imx8mp-npu-nnapi")
+    mine = [r for r in rows if r.target == nn.name]
+    cal = calibrate_on_rows(nn, mine, paths, all_rows=rows)
+    assert cal.values["calibration.invoke_overhead_s"] == pytest.approx(delta, rel=1e-3)
+    assert cal.paired_rows == tuple(f"imx8mp-npu-vx/{s}" for s in PAIRED_STEMS)
+    assert cal.baseline == "imx8mp-npu-vx"
+    # Fitted on the NNAPI rows alone, the per-call cost absorbs the VX model's errors.
+    plain = dataclasses.replace(nn, calibration=dataclasses.replace(nn.calibration, paired=False))
+    off = calibrate_on_rows(plain, mine, paths, all_rows=rows)
+    assert off.paired_rows == ()
+    assert off.values["calibration.invoke_overhead_s"] != pytest.approx(delta, rel=0.5)
+
+
+def test_paired_leave_one_out_drops_the_whole_pair(published_dir: Path) -> None:
+    rows, _ = _paired_rows(published_dir, 4e-4, errors=(0.8, 1.3, 1.1))
+    vx, nn = load_target("imx8mp-npu-vx"), load_target("imx8mp-npu-nnapi")
+    m = _models(published_dir)
+    keys = ["calibration.invoke_overhead_s"]
+    prior = Params.of(nn, prior_for=keys)
+
+    def loo(scale: dict[str, float]) -> list[float]:
+        """Paired leave-one-out with both rows of some pairs' measurements scaled."""
+        samples = {
+            r.row_id: row_sample(
+                dataclasses.replace(r, latency_s=r.latency_s * scale.get(r.recipe, 1.0)),
+                load_target(r.target),
+                load(m[r.recipe]),
+            )
+            for r in rows
+        }
+        base = [samples[f"{vx.name}/{s}"] for s in PAIRED_STEMS]
+        pairing = Pairing(
+            vx, ["units.npu.efficiency.conv", "units.npu.op_overhead_s"], base,
+            {f"{nn.name}/{s}": samples[f"{vx.name}/{s}"] for s in PAIRED_STEMS},
+        )  # fmt: skip
+        mine = [samples[f"{nn.name}/{s}"] for s in PAIRED_STEMS]
+        return [f for _, f, _ in paired_leave_one_out(mine, prior, keys, pairing)]
+
+    before = loo({})
+    after = loo({PAIRED_STEMS[1]: 3.0})  # both rows of the second pair 3x slower
+    # Its own forecast sees neither row (nor a VX fit on its VX row); the others' do.
+    assert after[1] == pytest.approx(before[1], rel=1e-9)
+    assert after[0] != pytest.approx(before[0], rel=1e-3)
+    assert after[2] != pytest.approx(before[2], rel=1e-3)
 
 
 @pytest.mark.parametrize("target", ["imx8mp-cpu", "imx8mp-npu-vx", "edgetpu-usb", "k210-kpu"])

@@ -152,6 +152,15 @@ def _calibration_lines(t: Target) -> list[str]:
     out: list[str] = []
     if cal.values_from:
         out += ["", f"Shares the fitted values of `{cal.values_from}`."]
+    if cal.paired and cal.values_from:
+        out += [
+            "",
+            f"Paired fit: `{', '.join(cal.parameters)}` fitted on the difference between each "
+            f"row and the same measurement (board, model, quantisation, threads, timing, "
+            f"source) on `{cal.values_from}`, over that target's forecast of the model, so "
+            f"its error on the model cancels; leave-one-out drops the whole pair (and refits "
+            f"`{cal.values_from}` without its row).",
+        ]
     if cal.rows and cal.loo_worst_ratio:
         out += [
             "",
@@ -163,7 +172,10 @@ def _calibration_lines(t: Target) -> list[str]:
         out += [f"- `{k}` = {v:.4g}" for k, v in cal.values.items()]
     if cal.rows:
         out += ["", "Rows (infercast/estimate/data/published-latency.csv):", ""]
-        out += [f"- `{r}`" for r in cal.rows]
+        pairs = dict(zip(cal.rows, cal.paired_rows, strict=False))
+        out += [
+            f"- `{r}`" + (f" (paired with `{pairs[r]}`)" if pairs.get(r) else "") for r in cal.rows
+        ]
     return out
 
 

@@ -10,6 +10,11 @@ and that fit forecasts the row. A row's *prediction* is its leave-one-out foreca
 when it was fitted on, its plain forecast otherwise: only predictions count in the
 per-device error figures.
 
+Paired targets (``calibration.paired``: NNAPI over VX on one NPU): the target's own
+parameters are fitted on the difference between each of its rows and the same
+measurement on its ``values_from`` target (:class:`Pairing`), and a leave-one-out
+forecast drops the whole pair, from the ``values_from`` target's fit as well.
+
 NPU-vs-CPU pairs: rows of one board and one model (recipe and quantisation) timed
 on an accelerator target and on a CPU-only target; the pair is right when the
 predictions rank the two the way the measurements do.
@@ -19,13 +24,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict
 from infercast.estimate.forecast import Params, estimate
-from infercast.estimate.published.data import PublishedRow, load_rows
+from infercast.estimate.published.data import PublishedRow, load_rows, paired_row
 from infercast.ir.graph import Graph
 from infercast.targets.loader import load_target
 from infercast.targets.schema import Target
@@ -154,6 +159,123 @@ def row_sample(row: PublishedRow, target: Target, graph: Graph) -> Sample:
     )
 
 
+# --------------------------------------------------------------------------- #
+# Paired rows (calibration.paired)
+# --------------------------------------------------------------------------- #
+
+MIN_PAIRED = 0.05
+"""A paired sample's adjusted time is at least this fraction of its published time (the
+shared model's forecast plus a negative published difference can fall below zero)."""
+
+
+@dataclass
+class Pairing:
+    """What a paired fit needs of the ``values_from`` (baseline) target.
+
+    A row R of the paired target and its partner B (the same measurement on the baseline)
+    give R's adjusted time ``forecast_baseline(B) + published(R) - published(B)``: what R
+    would take if the baseline's model were exact on this model. The paired target's own
+    terms (what it adds over the baseline) are fitted on adjusted times, so the baseline's
+    error on the model cancels; its forecast of a new model stays the baseline's numbers
+    plus those terms."""
+
+    baseline: Target
+    keys: list[str]
+    """The baseline's ``calibration.parameters``."""
+    fit_samples: list[Sample]
+    """The baseline's fitted rows (a leave-one-out refits it without the pair's row)."""
+    partner: dict[str, Sample]
+    """Row id of the paired target -> its partner row's sample on the baseline."""
+
+    def params(self, without: str | None = None) -> Params:
+        """The baseline's numbers: as shipped, or refitted without the row ``without``."""
+        if without is None or not self.keys or all(s.name != without for s in self.fit_samples):
+            return Params.of(self.baseline)
+        rest = [s for s in self.fit_samples if s.name != without]
+        prior = Params.of(self.baseline, prior_for=self.keys)
+        return fit_values(rest, prior, self.keys).params if rest else prior
+
+    def shared(self, base: Params) -> dict[str, float]:
+        """The values the paired target reads from the baseline, taken from ``base``."""
+        from infercast.estimate.forecast import fitted_values
+
+        return {k: base.get(k) for k in fitted_values(self.baseline)}
+
+    def adjusted(self, s: Sample, base: Params) -> Sample:
+        """``s`` with its adjusted time under the baseline's numbers ``base``."""
+        b = self.partner.get(s.name)
+        if b is None:
+            return s
+        m = predict(b, base) + s.measured_s - b.measured_s
+        return replace(s, measured_s=max(m, MIN_PAIRED * s.measured_s))
+
+
+def pairing_of(
+    target: Target,
+    rows: Sequence[PublishedRow],
+    all_rows: Sequence[PublishedRow],
+    paths: dict[tuple[str, str], Path],
+    graphs: Callable[[Path], Graph],
+) -> Pairing | None:
+    """The :class:`Pairing` of a ``calibration.paired`` target's ``rows`` (None: not paired)."""
+    cal = target.calibration
+    if not cal.paired or not cal.values_from:
+        return None
+    base = load_target(cal.values_from)
+    mine = [r for r in all_rows if r.target == base.name]
+
+    def sample(r: PublishedRow) -> Sample | None:
+        p = paths.get((r.recipe, r.quant))
+        return row_sample(r, base, graphs(p)) if p is not None and p.exists() else None
+
+    fitted = set(base.calibration.rows)
+    fit_samples = [s for r in mine if r.row_id in fitted and (s := sample(r)) is not None]
+    by_name = {s.name: s for s in fit_samples}
+    partner: dict[str, Sample] = {}
+    for r in rows:
+        b = paired_row(r, mine, base.name)
+        if b is not None and (s := by_name.get(b.row_id) or sample(b)) is not None:
+            partner[r.row_id] = s
+    return Pairing(base, list(base.calibration.parameters), fit_samples, partner)
+
+
+def wanted_rows(
+    rows: Sequence[PublishedRow], all_rows: Sequence[PublishedRow]
+) -> list[PublishedRow]:
+    """``rows`` and the rows a paired fit of their targets reads (the baselines' rows)."""
+    out = list(rows)
+    for name in dict.fromkeys(r.target for r in rows):
+        cal = load_target(name).calibration
+        if cal.paired and cal.values_from:
+            out += [r for r in all_rows if r.target == cal.values_from and r not in out]
+    return out
+
+
+def paired_leave_one_out(
+    samples: Sequence[Sample], prior: Params, keys: Sequence[str], pairing: Pairing
+) -> list[tuple[str, float, float]]:
+    """(sample, forecast s, measured s) of each sample by a paired fit on the other pairs,
+    with the baseline refitted without the left-out sample's partner."""
+    out: list[tuple[str, float, float]] = []
+    for i, s in enumerate(samples):
+        b = pairing.partner.get(s.name)
+        base = pairing.params(without=b.name if b is not None else None)
+        p0 = prior.with_values(pairing.shared(base))
+        rest = [pairing.adjusted(t, base) for j, t in enumerate(samples) if j != i]
+        p = fit_values(rest, p0, keys).params if rest else p0
+        out.append((s.name, predict(s, p), s.measured_s))
+    return out
+
+
+def loo_of(
+    samples: Sequence[Sample], prior: Params, keys: Sequence[str], pairing: Pairing | None
+) -> list[tuple[str, float, float]]:
+    """Leave-one-out forecasts of ``samples``: paired when ``pairing`` is given."""
+    if pairing is None:
+        return leave_one_out(samples, prior, keys)
+    return paired_leave_one_out(samples, prior, keys, pairing)
+
+
 def _summary(target: str, results: list[RowResult]) -> DeviceSummary:
     done = [r for r in results if r.forecast_s is not None]
     errs = [abs(r.error) for r in done if r.error is not None]
@@ -179,8 +301,10 @@ def check_target(
     rows: Sequence[PublishedRow],
     paths: dict[tuple[str, str], Path],
     graphs: Callable[[Path], Graph] | None = None,
+    all_rows: Sequence[PublishedRow] = (),
 ) -> list[RowResult]:
-    """Forecast (and leave-one-out) every row of one target."""
+    """Forecast (and leave-one-out) every row of one target (``all_rows``: where a paired
+    target finds its partner rows)."""
     load = graphs or _Graphs()
     results: list[RowResult] = []
     samples: dict[str, Sample] = {}
@@ -202,7 +326,8 @@ def check_target(
     fit_samples = [samples[r.row_id] for r in rows if r.row_id in fitted and r.row_id in samples]
     if keys and fit_samples:
         prior = Params.of(target, prior_for=keys)
-        loo = {name: f for name, f, _ in leave_one_out(fit_samples, prior, keys)}
+        pairing = pairing_of(target, rows, all_rows, paths, load)
+        loo = {name: f for name, f, _ in loo_of(fit_samples, prior, keys, pairing)}
         for res in results:
             res.loo_s = loo.get(res.row.row_id)
     return results
@@ -242,7 +367,7 @@ def check_published(
 
     all_rows = list(rows) if rows is not None else load_rows()
     chosen = [r for r in all_rows if targets is None or r.target in targets]
-    wanted = sorted({(r.recipe, r.quant) for r in chosen})
+    wanted = sorted({(r.recipe, r.quant) for r in wanted_rows(chosen, all_rows)})
     root = models_dir or cache_root()
     paths = ensure(wanted, root) if build else {w: root / file_name(*w) for w in wanted}
     graphs = _Graphs()
@@ -250,7 +375,7 @@ def check_published(
     devices: list[DeviceSummary] = []
     for name in dict.fromkeys(r.target for r in chosen):
         res = check_target(
-            load_target(name), [r for r in chosen if r.target == name], paths, graphs
+            load_target(name), [r for r in chosen if r.target == name], paths, graphs, all_rows
         )
         results.extend(res)
         devices.append(_summary(name, res))
@@ -275,6 +400,10 @@ class TargetCalibration:
     rows: tuple[str, ...]
     fit: list[tuple[str, float, float]]
     loo: list[tuple[str, float, float]]
+    paired_rows: tuple[str, ...] = ()
+    """The partner row of each of ``rows`` on the ``values_from`` target (paired fits)."""
+    baseline: str = ""
+    """The ``values_from`` target of a paired fit."""
 
     @property
     def loo_median_abs_error(self) -> float:
@@ -291,9 +420,12 @@ def calibrate_on_rows(
     paths: dict[tuple[str, str], Path],
     keys: Sequence[str] | None = None,
     graphs: Callable[[Path], Graph] | None = None,
+    all_rows: Sequence[PublishedRow] = (),
 ) -> TargetCalibration:
     """Fit ``keys`` (default: the target's ``calibration.parameters``) on the target's
-    ``fit = yes`` rows, from the prior (the target's stated values for those keys)."""
+    ``fit = yes`` rows, from the prior (the target's stated values for those keys); a
+    ``calibration.paired`` target on the differences to its partner rows in ``all_rows``
+    (:class:`Pairing`)."""
     load = graphs or _Graphs()
     keys = list(keys if keys is not None else target.calibration.parameters)
     fit_rows = [
@@ -303,13 +435,25 @@ def calibrate_on_rows(
     ]
     samples = [row_sample(r, target, load(paths[(r.recipe, r.quant)])) for r in fit_rows]
     prior = Params.of(target, prior_for=keys)
-    f = fit_values(samples, prior, keys)
-    loo = leave_one_out(samples, prior, keys)
+    pairing = pairing_of(target, fit_rows, all_rows, paths, load)
+    if pairing is None:
+        f = fit_values(samples, prior, keys)
+        resid = list(f.residuals)
+        partners: tuple[str, ...] = ()
+    else:
+        base = pairing.params()
+        f = fit_values([pairing.adjusted(s, base) for s in samples], prior, keys)
+        resid = [(s.name, predict(s, f.params), s.measured_s) for s in samples]
+        partners = tuple(
+            b.name if (b := pairing.partner.get(r.row_id)) is not None else "" for r in fit_rows
+        )
     return TargetCalibration(
         target=target.name,
         keys=tuple(keys),
         values=f.values,
         rows=tuple(r.row_id for r in fit_rows),
-        fit=list(f.residuals),
-        loo=loo,
+        fit=resid,
+        loo=loo_of(samples, prior, keys, pairing),
+        paired_rows=partners,
+        baseline=pairing.baseline.name if pairing is not None else "",
     )
