@@ -27,7 +27,16 @@ from infercast.estimate.calibrate import (
     vx_log_latency,
 )
 from infercast.estimate.fit import Batch, Sample, fit_values, leave_one_out, predict
-from infercast.estimate.forecast import EstimateError, Params, kernel_time
+from infercast.estimate.forecast import (
+    COVERED_SHARE,
+    EstimateError,
+    Params,
+    coverage,
+    covered_kinds,
+    kernel_time,
+    outside_rows,
+    time_by_kind,
+)
 from infercast.estimate.published.check import (
     Pairing,
     calibrate_on_rows,
@@ -38,6 +47,7 @@ from infercast.estimate.published.data import PublishedRow, load_rows, paired_ro
 from infercast.estimate.published.recipes import QUANTS, RECIPES
 from infercast.frontends import load
 from infercast.targets import load_target
+from infercast.targets.schema import Target
 
 # One block of the VeriSilicon NPU driver's CNN_PERF log, as printed on a Khadas VIM3
 # (A311D, VIPNano-QI) for a model compiled to one binary graph; from the KSNN usage page,
@@ -259,6 +269,74 @@ def test_paired_leave_one_out_drops_the_whole_pair(published_dir: Path) -> None:
     assert after[2] != pytest.approx(before[2], rel=1e-3)
 
 
+# --------------------------------------------------------------------------- #
+# Outside the fitted evidence (calibration.covered)
+# --------------------------------------------------------------------------- #
+
+
+def _with_coverage(target: str, covered: tuple[str, ...]) -> Target:
+    t = load_target(target)
+    cal = dataclasses.replace(t.calibration, covered=covered, outside_rows={"x/y": 10.0})
+    return dataclasses.replace(t, calibration=cal, name=f"{target}-cov")
+
+
+def test_kernel_kinds_name_the_op_its_batch_and_unit(published_dir: Path) -> None:
+    fc = estimate(_models(published_dir)["ds_cnn_kws_int8"], load_target("imx8mp-npu-vx"))
+    kinds = time_by_kind(fc.placement.graph, fc.layers)
+    assert {"CONV_2D on npu", "DEPTHWISE_CONV_2D on npu"} <= set(kinds)
+    assert sum(kinds.values()) == pytest.approx(fc.latency_s - fc.invoke_s)
+    # Recorded: the kinds of at least 5% of some forecast.
+    cov = coverage([fc])
+    assert all(kinds[k] >= COVERED_SHARE * fc.latency_s for k in cov)
+    assert set(cov) == {k for k, t in kinds.items() if t >= COVERED_SHARE * fc.latency_s}
+
+
+def test_a_forecast_outside_the_fitted_evidence_says_so_and_keeps_its_numbers(
+    published_dir: Path,
+) -> None:
+    model = _models(published_dir)["ds_cnn_kws_int8"]
+    plain = estimate(model, load_target("imx8mp-npu-vx"))
+    kinds = time_by_kind(plain.placement.graph, plain.layers)
+    conv = kinds["CONV_2D on npu"] / plain.latency_s
+    assert 0.2 < conv < 0.8
+    only_conv = estimate(model, _with_coverage("imx8mp-npu-vx", ("CONV_2D on npu",)))
+    assert only_conv.latency_s == plain.latency_s  # a note, not a number
+    ev = only_conv.outside
+    assert ev is not None and ev.share == pytest.approx(1 - conv - plain.invoke_s / plain.latency_s)
+    assert "CONV_2D on npu" not in ev.kinds
+    (note,) = [n for n in only_conv.notes if "no calibration row exercised" in n]
+    assert note.startswith(f"{ev.share:.0%} of the forecast time") and "x/y took 10x" in note
+    everything = estimate(model, _with_coverage("imx8mp-npu-vx", tuple(kinds)))
+    assert everything.outside is None
+    assert not any("no calibration row exercised" in n for n in everything.notes)
+    # A paired target reads its values_from target's kinds and rows too.
+    nn, vx = load_target("imx8mp-npu-nnapi"), load_target("imx8mp-npu-vx")
+    assert (covered_kinds(vx) or set()) <= (covered_kinds(nn) or set())
+    assert set(outside_rows(vx)) <= set(outside_rows(nn))
+
+
+def test_calibrating_records_the_kinds_and_the_rows_outside_them(published_dir: Path) -> None:
+    m = _models(published_dir)
+    vx = load_target("imx8mp-npu-vx")
+    paths = {(stem, "int8"): m[stem] for stem in ("ad_autoencoder_int8", "ds_cnn_kws_int8")}
+    fitted = _row(vx.name, "ad_autoencoder_int8", 0.14)
+    checked = dataclasses.replace(_row(vx.name, "ds_cnn_kws_int8", 0.5), fit=False)
+    plain = replace_cal(vx, values_from="", covered=())
+    cal = calibrate_on_rows(plain, [fitted, checked], paths, keys=["units.npu.op_overhead_s"])
+    ad = estimate(m["ad_autoencoder_int8"], plain)
+    assert cal.covered == coverage([ad]) and "FULLY_CONNECTED on npu" in cal.covered
+    # The checked-only DS-CNN lies in convolutions the autoencoder has none of.
+    ds = row_sample(checked, plain, load(m["ds_cnn_kws_int8"]))
+    (rid,) = cal.outside_rows
+    assert rid == checked.row_id
+    fit = Params.of(plain).with_values(cal.values)
+    assert cal.outside_rows[rid] == pytest.approx(checked.latency_s / predict(ds, fit))
+
+
+def replace_cal(t: Target, **kw: object) -> Target:
+    return dataclasses.replace(t, calibration=dataclasses.replace(t.calibration, **kw))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("target", ["imx8mp-cpu", "imx8mp-npu-vx", "edgetpu-usb", "k210-kpu"])
 def test_vectorised_evaluation_is_the_per_kernel_reference(
     published_dir: Path, target: str
@@ -411,6 +489,8 @@ def test_cli_calibrate_from_latencies(
     raw = tomllib.loads(out.read_text())
     assert raw["extends"] == "imx8mp-cpu"
     assert len(raw["calibration"]["rows"]) == 10
+    # The kernel kinds its rows exercised are recorded (what "outside the evidence" reads).
+    assert "CONV_2D on cpu" in raw["calibration"]["covered"]
     t = load_target(str(out))
     assert t.calibration.calibrated and t.calibration.loo_worst_ratio == pytest.approx(
         doc["loo_worst_ratio"], rel=1e-3

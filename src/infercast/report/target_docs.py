@@ -170,6 +170,18 @@ def _calibration_lines(t: Target) -> list[str]:
     if cal.values:
         out += ["", "Fitted values (the tables above keep the stated ones, the fit's prior):", ""]
         out += [f"- `{k}` = {v:.4g}" for k, v in cal.values.items()]
+    if cal.covered:
+        out += [
+            "",
+            "Kernel kinds the fitted rows exercised (at least 5% of some row's forecast); a "
+            "forecast with 20% or more of its time in other kinds says it is outside the "
+            "fitted evidence:",
+            "",
+            ", ".join(f"`{k}`" for k in cal.covered),
+        ]
+    if cal.outside_rows:
+        out += ["", "Checked-only rows outside that evidence (published / forecast):", ""]
+        out += [f"- `{r}`: {x:.3g}x" for r, x in cal.outside_rows.items()]
     if cal.rows:
         out += ["", "Rows (infercast/estimate/data/published-latency.csv):", ""]
         pairs = dict(zip(cal.rows, cal.paired_rows, strict=False))

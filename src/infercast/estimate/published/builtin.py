@@ -42,6 +42,7 @@ def generated_block(cal: TargetCalibration, runtime: str) -> str:
     """The generated part of a target file's ``[calibration]`` table (after the marker)."""
     rows = ",\n".join(f'  "{r}"' for r in cal.rows)
     partners = ",\n".join(f'  "{r}"' for r in cal.paired_rows)
+    covered = ",\n".join(f'  "{k}"' for k in cal.covered)
     lines = [
         MARKER,
         "calibrated = true",
@@ -56,9 +57,14 @@ def generated_block(cal: TargetCalibration, runtime: str) -> str:
         *([f"paired_rows = [\n{partners},\n]"] if cal.paired_rows else []),
         f"loo_median_abs_error = {_num(cal.loo_median_abs_error)}",
         f"loo_worst_ratio = {_num(cal.loo_worst_ratio)}",
+        *([f"covered = [\n{covered},\n]"] if cal.covered else []),
         "",
-        "[calibration.values]",
     ]
+    if cal.outside_rows:
+        lines += ["[calibration.outside_rows]"]
+        lines += [f'"{k}" = {_num(v)}' for k, v in cal.outside_rows.items()]
+        lines += [""]
+    lines += ["[calibration.values]"]
     lines += [f'"{k}" = {_num(v)}' for k, v in cal.values.items()]
     return "\n".join(lines) + "\n"
 
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: no calibration.parameters; skipped", file=sys.stderr)
             continue
         mine = [r for r in rows if r.target == name]
-        wanted = [r for r in wanted_rows(mine, rows) if r.fit]
+        wanted = [r for r in wanted_rows(mine, rows) if r.fit or r.target == name]
         paths = ensure(sorted({(r.recipe, r.quant) for r in wanted}))
         cal = calibrate_on_rows(target, mine, paths, graphs=graphs, all_rows=rows)
         runtimes = sorted({r.runtime for r in mine if r.row_id in cal.rows})
@@ -98,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         for k, v in cal.values.items():
             print(f"    {k} = {_num(v)}")
+        print(f"    covered: {', '.join(cal.covered)}")
+        for k, v in cal.outside_rows.items():
+            print(f"    outside the evidence: {k}, published {_num(v)}x the forecast")
         if not args.dry_run:
             write_block(DATA_DIR / f"{name}.toml", block)
             _load.cache_clear()  # a paired target refitted next reads the new values

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict
-from infercast.estimate.forecast import Params, estimate
+from infercast.estimate.forecast import (
+    OUTSIDE_SHARE,
+    Forecast,
+    Params,
+    coverage,
+    covered_kinds,
+    estimate,
+)
 from infercast.estimate.published.data import PublishedRow, load_rows, paired_row
 from infercast.ir.graph import Graph
 from infercast.targets.loader import load_target
@@ -53,6 +60,9 @@ class RowResult:
     """Leave-one-out forecast (fitted rows only)."""
     status: str = "ok"
     """``ok``, ``not built`` (the model file is missing) or an error line."""
+    outside_share: float | None = None
+    """Fraction of the forecast in kernel kinds no fitted row exercised (None: the target
+    records no coverage; :func:`~infercast.estimate.forecast.outside_evidence`)."""
 
     @property
     def in_fit(self) -> bool:
@@ -90,6 +100,7 @@ class RowResult:
             "loo_error": None if self.loo_s is None else self.loo_s / r.latency_s - 1,
             "prediction_error": self.prediction_error,
             "status": self.status,
+            "outside_evidence": self.outside_share,
             "source": r.source,
         }
 
@@ -146,9 +157,18 @@ class _Graphs:
         return self._cache[path]
 
 
+def row_forecast(row: PublishedRow, target: Target, graph: Graph) -> Forecast:
+    """The forecast of the row's model on ``target`` under its conditions."""
+    return estimate(graph, target, threads=row.threads, clock_hz=row.clock_hz)
+
+
 def row_sample(row: PublishedRow, target: Target, graph: Graph) -> Sample:
     """The row as a fit sample: its model's kernels on ``target``, its conditions."""
-    fc = estimate(graph, target, threads=row.threads, clock_hz=row.clock_hz)
+    return sample_of(row, row_forecast(row, target, graph))
+
+
+def sample_of(row: PublishedRow, fc: Forecast) -> Sample:
+    """The row as a fit sample from its forecast ``fc``."""
     return Sample(
         name=row.row_id,
         works=tuple(w for _, w in fc.works),
@@ -314,7 +334,11 @@ def check_target(
         if path is None or not path.exists():
             res.status = "not built"
         else:
-            samples[row.row_id] = row_sample(row, target, load(path))
+            fc = row_forecast(row, target, load(path))
+            samples[row.row_id] = sample_of(row, fc)
+            if covered_kinds(target) is not None:
+                ev = fc.outside
+                res.outside_share = 0.0 if ev is None else ev.share
         results.append(res)
     shipped = Params.of(target)
     for res in results:
@@ -402,6 +426,11 @@ class TargetCalibration:
     loo: list[tuple[str, float, float]]
     paired_rows: tuple[str, ...] = ()
     """The partner row of each of ``rows`` on the ``values_from`` target (paired fits)."""
+    covered: tuple[str, ...] = ()
+    """Kernel kinds that took at least ``COVERED_SHARE`` of some fitted row's forecast."""
+    outside_rows: dict[str, float] = field(default_factory=dict)
+    """Checked-only rows whose forecast lies largely outside the covered kinds (and those
+    of the ``values_from`` target): row id -> published / forecast under the fit."""
     baseline: str = ""
     """The ``values_from`` target of a paired fit."""
 
@@ -412,6 +441,31 @@ class TargetCalibration:
     @property
     def loo_worst_ratio(self) -> float:
         return max((ratio(f, m) for _, f, m in self.loo), default=0.0)
+
+
+def _outside_rows(
+    target: Target,
+    rows: Sequence[PublishedRow],
+    paths: dict[tuple[str, str], Path],
+    load: Callable[[Path], Graph],
+    covered: Sequence[str],
+    fitted: Params,
+) -> dict[str, float]:
+    """Checked-only rows (``fit = no``) of ``target`` with at least ``OUTSIDE_SHARE`` of their
+    forecast outside ``covered`` (and the ``values_from`` target's kinds): published over the
+    forecast under the ``fitted`` numbers."""
+    cal = target.calibration
+    t = replace(target, calibration=replace(cal, covered=tuple(covered) or ("",)))
+    out: dict[str, float] = {}
+    for r in rows:
+        path = paths.get((r.recipe, r.quant))
+        if r.fit or path is None or not path.exists():
+            continue
+        fc = row_forecast(r, t, load(path))
+        ev = fc.outside
+        if ev is not None and ev.share >= OUTSIDE_SHARE:
+            out[r.row_id] = r.latency_s / predict(sample_of(r, fc), fitted)
+    return out
 
 
 def calibrate_on_rows(
@@ -433,7 +487,8 @@ def calibrate_on_rows(
         for r in rows
         if r.fit and (r.recipe, r.quant) in paths and paths[(r.recipe, r.quant)].exists()
     ]
-    samples = [row_sample(r, target, load(paths[(r.recipe, r.quant)])) for r in fit_rows]
+    forecasts = [row_forecast(r, target, load(paths[(r.recipe, r.quant)])) for r in fit_rows]
+    samples = [sample_of(r, fc) for r, fc in zip(fit_rows, forecasts, strict=True)]
     prior = Params.of(target, prior_for=keys)
     pairing = pairing_of(target, fit_rows, all_rows, paths, load)
     if pairing is None:
@@ -447,10 +502,13 @@ def calibrate_on_rows(
         partners = tuple(
             b.name if (b := pairing.partner.get(r.row_id)) is not None else "" for r in fit_rows
         )
+    covered = coverage(forecasts)
     return TargetCalibration(
         target=target.name,
         keys=tuple(keys),
         values=f.values,
+        covered=covered,
+        outside_rows=_outside_rows(target, rows, paths, load, covered, f.params),
         rows=tuple(r.row_id for r in fit_rows),
         fit=resid,
         loo=loo_of(samples, prior, keys, pairing),
