@@ -175,7 +175,9 @@ def _calibration_lines(t: Target) -> list[str]:
             "",
             "Kernel kinds the fitted rows exercised (at least 5% of some row's forecast); a "
             "forecast with 20% or more of its time in other kinds says it is outside the "
-            "fitted evidence:",
+            "fitted evidence"
+            + (f" (with those of `{cal.values_from}`)" if cal.values_from else "")
+            + ":",
             "",
             ", ".join(f"`{k}`" for k in cal.covered),
         ]
