@@ -333,6 +333,37 @@ def test_calibrating_records_the_kinds_and_the_rows_outside_them(published_dir: 
     assert cal.outside_rows[rid] == pytest.approx(checked.latency_s / predict(ds, fit))
 
 
+def test_the_generated_block_reads_back_typed(tmp_path: Path) -> None:
+    from infercast.estimate.published.builtin import _baselines_first, generated_block
+    from infercast.estimate.published.check import TargetCalibration
+
+    cal = TargetCalibration(
+        target="mine", keys=("calibration.invoke_overhead_s",),
+        values={"calibration.invoke_overhead_s": 5e-4}, rows=("a/1", "a/2"),
+        fit=[("a/1", 1.0, 1.0)], loo=[("a/1", 1.1, 1.0), ("a/2", 0.8, 1.0)],
+        paired_rows=("b/1", ""), baseline="imx8mp-npu-vx",
+        covered=("CONV_2D on npu", "DEPTHWISE_CONV_2D batch>1 on npu"),
+        outside_rows={"a/3": 10.72},
+    )  # fmt: skip
+    head = (
+        'extends = "imx8mp-npu-vx"\n[calibration]\nvalues_from = "imx8mp-npu-vx"\npaired = true\n'
+    )
+    f = tmp_path / "mine.toml"
+    f.write_text(head + generated_block(cal, "TFLite"))
+    t = load_target(str(f)).calibration
+    assert t.paired and t.rows == ("a/1", "a/2") and t.paired_rows == ("b/1", "")
+    assert t.covered == cal.covered  # an array replaces the base's; a table merges with it
+    assert t.outside_rows == {**load_target("imx8mp-npu-vx").calibration.outside_rows, "a/3": 10.72}
+    assert t.values["calibration.invoke_overhead_s"] == 5e-4
+    assert t.loo_worst_ratio == pytest.approx(1.25)
+    assert "each against its paired imx8mp-npu-vx row" in t.source
+    # A paired target is refitted after the target it reads its values from.
+    assert _baselines_first(["imx8mp-npu-nnapi", "imx8mp-npu-vx"]) == [
+        "imx8mp-npu-vx",
+        "imx8mp-npu-nnapi",
+    ]
+
+
 def replace_cal(t: Target, **kw: object) -> Target:
     return dataclasses.replace(t, calibration=dataclasses.replace(t.calibration, **kw))  # type: ignore[arg-type]
 
