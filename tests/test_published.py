@@ -654,6 +654,8 @@ def test_cli_validate_published(
     (dev,) = doc["devices"]
     rows = {r["row_id"]: r for r in doc["rows"]}
     assert dev["target"] == "k210-kpu" and dev["rows"] == len(rows)
+    # k210-kpu records no covered kinds (yet): no share, not "0% outside".
+    assert dev["rows_outside"] == 0 and all(r["outside_evidence"] is None for r in rows.values())
     built = [r for r in rows.values() if r["status"] == "ok"]
     assert len(built) == 4  # the micro-benchmarks the fixture group builds
     assert rows["k210-maixpy/mbnet75"]["status"] == "not built"

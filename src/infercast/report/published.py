@@ -59,6 +59,7 @@ DEVICE_COLUMNS = [
     Col("pred_median", "prediction median |error|", prio=0, short="pred. med |err|"),
     Col("pred_worst", "prediction worst", prio=1, short="pred. worst"),
     Col("pairs", "NPU-vs-CPU right", prio=1, short="NPU>CPU ok"),
+    Col("outside", "outside evidence", prio=2, short="outside"),
 ]
 ROW_COLUMNS = [
     Col("row", "row", numeric=False, prio=0, min_width=12),
@@ -89,6 +90,7 @@ def device_grid(check: PublishedCheck) -> Grid:
                 ),
                 "pred_worst": entry(_x(d.prediction_worst_ratio), d.prediction_worst_ratio),
                 "pairs": entry(pairs, d.pairs_right if d.pairs_total else None),
+                "outside": entry(d.rows_outside or "", d.rows_outside),
             }
         )
     title = (

@@ -118,6 +118,8 @@ class DeviceSummary:
     prediction_worst_ratio: float | None
     pairs_right: int = 0
     pairs_total: int = 0
+    rows_outside: int = 0
+    """Rows with at least ``OUTSIDE_SHARE`` of the forecast outside the fitted evidence."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -313,6 +315,7 @@ def _summary(target: str, results: list[RowResult]) -> DeviceSummary:
         prediction_worst_ratio=max(
             (ratio(r.prediction_s, r.row.latency_s) for r in preds if r.prediction_s), default=None
         ),
+        rows_outside=sum(1 for r in done if (r.outside_share or 0.0) >= OUTSIDE_SHARE),
     )
 
 
