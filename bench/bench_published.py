@@ -123,7 +123,7 @@ def main() -> int:
     print(f"\nNPU-vs-CPU pairs ranked wrong: {wrong or 'none'}")
     if args.rows:
         print(f"\n{'row':40s} {'published':>10s} {'stated':>9s} {'forecast':>9s} {'LOO':>9s} "
-              f"{'pred err':>8s}")  # fmt: skip
+              f"{'pred err':>8s} {'outside':>7s}")  # fmt: skip
         for r in check.results:
             if r.forecast_s is None:
                 print(f"{r.row.row_id:40s} {r.row.latency_s * 1e3:10.3f}  {r.status}")
@@ -133,7 +133,8 @@ def main() -> int:
             note = "  excluded (not counted)" if r.row.excluded else ""
             print(f"{r.row.row_id:40s} {r.row.latency_s * 1e3:10.3f} "
                   f"{(st or 0) * 1e3:9.3f} {r.forecast_s * 1e3:9.3f} {loo} "
-                  f"{r.prediction_error:+8.0%}{note}")  # fmt: skip
+                  f"{r.prediction_error:+8.0%} "
+                  f"{'' if r.outside_share is None else f'{r.outside_share:.0%}':>7s}{note}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"classes": out, **check.to_dict()}, indent=1))
     return 0

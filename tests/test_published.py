@@ -9,6 +9,7 @@ is printed by ``bench/bench_published.py``, not asserted here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from pathlib import Path
@@ -26,11 +27,27 @@ from infercast.estimate.calibrate import (
     vx_log_latency,
 )
 from infercast.estimate.fit import Batch, Sample, fit_values, leave_one_out, predict
-from infercast.estimate.forecast import EstimateError, Params, kernel_time
-from infercast.estimate.published.data import load_rows
+from infercast.estimate.forecast import (
+    COVERED_SHARE,
+    EstimateError,
+    Params,
+    coverage,
+    covered_kinds,
+    kernel_time,
+    outside_rows,
+    time_by_kind,
+)
+from infercast.estimate.published.check import (
+    Pairing,
+    calibrate_on_rows,
+    paired_leave_one_out,
+    row_sample,
+)
+from infercast.estimate.published.data import PublishedRow, load_rows, paired_row
 from infercast.estimate.published.recipes import QUANTS, RECIPES
 from infercast.frontends import load
 from infercast.targets import load_target
+from infercast.targets.schema import Target
 
 # One block of the VeriSilicon NPU driver's CNN_PERF log, as printed on a Khadas VIM3
 # (A311D, VIPNano-QI) for a model compiled to one binary graph; from the KSNN usage page,
@@ -190,6 +207,196 @@ def test_leave_one_out_is_a_fit_on_the_others(published_dir: Path) -> None:
     # With one sample there is nothing to fit on: its forecast is the prior's.
     (only,) = leave_one_out(samples[:1], prior, KEYS)
     assert only[1] == pytest.approx(predict(samples[0], prior))
+
+
+# --------------------------------------------------------------------------- #
+# Paired fits (calibration.paired: NNAPI over VX)
+# --------------------------------------------------------------------------- #
+
+PAIRED_STEMS = ("ds_cnn_kws_int8", "mobilenet_v1_a025_128_int8", "ad_autoencoder_int8")
+
+
+def _row(target: str, stem: str, ms: float, source: str = "syn") -> PublishedRow:
+    return PublishedRow(row_id=f"{target}/{stem}", board="syn", target=target, model=stem,
+                        recipe=stem, quant="int8", threads=1, clock_hz=None, runtime="syn",
+                        timed="call", latency_s=ms / 1e3, fit=True, source=source,
+                        conditions="")  # fmt: skip
+
+
+def _paired_rows(
+    published_dir: Path, delta_s: float, errors: tuple[float, ...]
+) -> tuple[list[PublishedRow], dict[tuple[str, str], Path]]:
+    """VX rows off the VX forecast by ``errors`` (its model's error on each model); NNAPI rows
+    the VX row plus what the NNAPI target forecasts over VX with a per-call cost ``delta_s``."""
+    vx, nn = load_target("imx8mp-npu-vx"), load_target("imx8mp-npu-nnapi")
+    m = _models(published_dir)
+    paths = {(stem, "int8"): m[stem] for stem in PAIRED_STEMS}
+    truth = Params.of(nn).with_values({"calibration.invoke_overhead_s": delta_s})
+    rows = []
+    for stem, err in zip(PAIRED_STEMS, errors, strict=True):
+        g = load(m[stem])
+        probe = _row("x", stem, 1.0)
+        f_vx = predict(row_sample(probe, vx, g), Params.of(vx))
+        f_nn = predict(row_sample(probe, nn, g), truth)
+        rows.append(_row(vx.name, stem, f_vx * err * 1e3))
+        rows.append(_row(nn.name, stem, (f_vx * err + f_nn - f_vx) * 1e3))
+    return rows, paths
+
+
+def test_paired_rows_are_one_measurement_on_two_targets() -> None:
+    a, b = _row("imx8mp-npu-nnapi", "m", 3.0), _row("imx8mp-npu-vx", "m", 2.4)
+    other = _row("imx8mp-npu-vx", "m", 2.0, source="another thread")
+    assert paired_row(a, [a, b, other], "imx8mp-npu-vx") == b
+    assert paired_row(a, [a, other], "imx8mp-npu-vx") is None
+    assert paired_row(a, [a, b, other], "imx8mp-cpu") is None
+
+
+def test_paired_fit_recovers_the_delta_whatever_the_baselines_error(published_dir: Path) -> None:
+    delta = 4e-4
+    rows, paths = _paired_rows(published_dir, delta, errors=(0.5, 1.7, 3.0))
+    nn = load_target("imx8mp-npu-nnapi")
+    mine = [r for r in rows if r.target == nn.name]
+    cal = calibrate_on_rows(nn, mine, paths, all_rows=rows)
+    assert cal.values["calibration.invoke_overhead_s"] == pytest.approx(delta, rel=1e-3)
+    assert cal.paired_rows == tuple(f"imx8mp-npu-vx/{s}" for s in PAIRED_STEMS)
+    assert cal.baseline == "imx8mp-npu-vx"
+    # Fitted on the NNAPI rows alone, the per-call cost absorbs the VX model's errors.
+    plain = dataclasses.replace(nn, calibration=dataclasses.replace(nn.calibration, paired=False))
+    off = calibrate_on_rows(plain, mine, paths, all_rows=rows)
+    assert off.paired_rows == ()
+    assert off.values["calibration.invoke_overhead_s"] != pytest.approx(delta, rel=0.5)
+
+
+def test_paired_leave_one_out_drops_the_whole_pair(published_dir: Path) -> None:
+    rows, _ = _paired_rows(published_dir, 4e-4, errors=(0.8, 1.3, 1.1))
+    vx, nn = load_target("imx8mp-npu-vx"), load_target("imx8mp-npu-nnapi")
+    m = _models(published_dir)
+    keys = ["calibration.invoke_overhead_s"]
+    prior = Params.of(nn, prior_for=keys)
+
+    def loo(scale: dict[str, float]) -> list[float]:
+        """Paired leave-one-out with both rows of some pairs' measurements scaled."""
+        samples = {
+            r.row_id: row_sample(
+                dataclasses.replace(r, latency_s=r.latency_s * scale.get(r.recipe, 1.0)),
+                load_target(r.target),
+                load(m[r.recipe]),
+            )
+            for r in rows
+        }
+        base = [samples[f"{vx.name}/{s}"] for s in PAIRED_STEMS]
+        pairing = Pairing(
+            vx, ["units.npu.efficiency.conv", "units.npu.op_overhead_s"], base,
+            {f"{nn.name}/{s}": samples[f"{vx.name}/{s}"] for s in PAIRED_STEMS},
+        )  # fmt: skip
+        mine = [samples[f"{nn.name}/{s}"] for s in PAIRED_STEMS]
+        return [f for _, f, _ in paired_leave_one_out(mine, prior, keys, pairing)]
+
+    before = loo({})
+    after = loo({PAIRED_STEMS[1]: 3.0})  # both rows of the second pair 3x slower
+    # Its own forecast sees neither row (nor a VX fit on its VX row); the others' do.
+    assert after[1] == pytest.approx(before[1], rel=1e-9)
+    assert after[0] != pytest.approx(before[0], rel=1e-3)
+    assert after[2] != pytest.approx(before[2], rel=1e-3)
+
+
+# --------------------------------------------------------------------------- #
+# Outside the fitted evidence (calibration.covered)
+# --------------------------------------------------------------------------- #
+
+
+def _with_coverage(target: str, covered: tuple[str, ...]) -> Target:
+    t = load_target(target)
+    cal = dataclasses.replace(t.calibration, covered=covered, outside_rows={"x/y": 10.0})
+    return dataclasses.replace(t, calibration=cal, name=f"{target}-cov")
+
+
+def test_kernel_kinds_name_the_op_its_batch_and_unit(published_dir: Path) -> None:
+    fc = estimate(_models(published_dir)["ds_cnn_kws_int8"], load_target("imx8mp-npu-vx"))
+    kinds = time_by_kind(fc.placement.graph, fc.layers)
+    assert {"CONV_2D on npu", "DEPTHWISE_CONV_2D on npu"} <= set(kinds)
+    assert sum(kinds.values()) == pytest.approx(fc.latency_s - fc.invoke_s)
+    # Recorded: the kinds of at least 5% of some forecast.
+    cov = coverage([fc])
+    assert all(kinds[k] >= COVERED_SHARE * fc.latency_s for k in cov)
+    assert set(cov) == {k for k, t in kinds.items() if t >= COVERED_SHARE * fc.latency_s}
+
+
+def test_a_forecast_outside_the_fitted_evidence_says_so_and_keeps_its_numbers(
+    published_dir: Path,
+) -> None:
+    model = _models(published_dir)["ds_cnn_kws_int8"]
+    plain = estimate(model, load_target("imx8mp-npu-vx"))
+    kinds = time_by_kind(plain.placement.graph, plain.layers)
+    conv = kinds["CONV_2D on npu"] / plain.latency_s
+    assert 0.2 < conv < 0.8
+    only_conv = estimate(model, _with_coverage("imx8mp-npu-vx", ("CONV_2D on npu",)))
+    assert only_conv.latency_s == plain.latency_s  # a note, not a number
+    ev = only_conv.outside
+    assert ev is not None and ev.share == pytest.approx(1 - conv - plain.invoke_s / plain.latency_s)
+    assert "CONV_2D on npu" not in ev.kinds
+    (note,) = [n for n in only_conv.notes if "no calibration row exercised" in n]
+    assert note.startswith(f"{ev.share:.0%} of the forecast time") and "x/y took 10x" in note
+    everything = estimate(model, _with_coverage("imx8mp-npu-vx", tuple(kinds)))
+    assert everything.outside is None
+    assert not any("no calibration row exercised" in n for n in everything.notes)
+    # A paired target reads its values_from target's kinds and rows too.
+    nn, vx = load_target("imx8mp-npu-nnapi"), load_target("imx8mp-npu-vx")
+    assert (covered_kinds(vx) or set()) <= (covered_kinds(nn) or set())
+    assert set(outside_rows(vx)) <= set(outside_rows(nn))
+
+
+def test_calibrating_records_the_kinds_and_the_rows_outside_them(published_dir: Path) -> None:
+    m = _models(published_dir)
+    vx = load_target("imx8mp-npu-vx")
+    paths = {(stem, "int8"): m[stem] for stem in ("ad_autoencoder_int8", "ds_cnn_kws_int8")}
+    fitted = _row(vx.name, "ad_autoencoder_int8", 0.14)
+    checked = dataclasses.replace(_row(vx.name, "ds_cnn_kws_int8", 0.5), fit=False)
+    plain = replace_cal(vx, values_from="", covered=())
+    cal = calibrate_on_rows(plain, [fitted, checked], paths, keys=["units.npu.op_overhead_s"])
+    ad = estimate(m["ad_autoencoder_int8"], plain)
+    assert cal.covered == coverage([ad]) and "FULLY_CONNECTED on npu" in cal.covered
+    # The checked-only DS-CNN lies in convolutions the autoencoder has none of.
+    ds = row_sample(checked, plain, load(m["ds_cnn_kws_int8"]))
+    (rid,) = cal.outside_rows
+    assert rid == checked.row_id
+    fit = Params.of(plain).with_values(cal.values)
+    assert cal.outside_rows[rid] == pytest.approx(checked.latency_s / predict(ds, fit))
+
+
+def test_the_generated_block_reads_back_typed(tmp_path: Path) -> None:
+    from infercast.estimate.published.builtin import _baselines_first, generated_block
+    from infercast.estimate.published.check import TargetCalibration
+
+    cal = TargetCalibration(
+        target="mine", keys=("calibration.invoke_overhead_s",),
+        values={"calibration.invoke_overhead_s": 5e-4}, rows=("a/1", "a/2"),
+        fit=[("a/1", 1.0, 1.0)], loo=[("a/1", 1.1, 1.0), ("a/2", 0.8, 1.0)],
+        paired_rows=("b/1", ""), baseline="imx8mp-npu-vx",
+        covered=("CONV_2D on npu", "DEPTHWISE_CONV_2D batch>1 on npu"),
+        outside_rows={"a/3": 10.72},
+    )  # fmt: skip
+    head = (
+        'extends = "imx8mp-npu-vx"\n[calibration]\nvalues_from = "imx8mp-npu-vx"\npaired = true\n'
+    )
+    f = tmp_path / "mine.toml"
+    f.write_text(head + generated_block(cal, "TFLite"))
+    t = load_target(str(f)).calibration
+    assert t.paired and t.rows == ("a/1", "a/2") and t.paired_rows == ("b/1", "")
+    assert t.covered == cal.covered  # an array replaces the base's; a table merges with it
+    assert t.outside_rows == {**load_target("imx8mp-npu-vx").calibration.outside_rows, "a/3": 10.72}
+    assert t.values["calibration.invoke_overhead_s"] == 5e-4
+    assert t.loo_worst_ratio == pytest.approx(1.25)
+    assert "each against its paired imx8mp-npu-vx row" in t.source
+    # A paired target is refitted after the target it reads its values from.
+    assert _baselines_first(["imx8mp-npu-nnapi", "imx8mp-npu-vx"]) == [
+        "imx8mp-npu-vx",
+        "imx8mp-npu-nnapi",
+    ]
+
+
+def replace_cal(t: Target, **kw: object) -> Target:
+    return dataclasses.replace(t, calibration=dataclasses.replace(t.calibration, **kw))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("target", ["imx8mp-cpu", "imx8mp-npu-vx", "edgetpu-usb", "k210-kpu"])
@@ -378,6 +585,8 @@ def test_cli_calibrate_from_latencies(
     raw = tomllib.loads(out.read_text())
     assert raw["extends"] == "imx8mp-cpu"
     assert len(raw["calibration"]["rows"]) == 10
+    # The kernel kinds its rows exercised are recorded (what "outside the evidence" reads).
+    assert "CONV_2D on cpu" in raw["calibration"]["covered"]
     t = load_target(str(out))
     assert t.calibration.calibrated and t.calibration.loo_worst_ratio == pytest.approx(
         doc["loo_worst_ratio"], rel=1e-3
@@ -510,6 +719,8 @@ def test_cli_validate_published(
     (dev,) = doc["devices"]
     rows = {r["row_id"]: r for r in doc["rows"]}
     assert dev["target"] == "k210-kpu" and dev["rows"] == len(rows)
+    # k210-kpu records no covered kinds (yet): no share, not "0% outside".
+    assert dev["rows_outside"] == 0 and all(r["outside_evidence"] is None for r in rows.values())
     built = [r for r in rows.values() if r["status"] == "ok"]
     assert len(built) == 4  # the micro-benchmarks the fixture group builds
     assert rows["k210-maixpy/mbnet75"]["status"] == "not built"

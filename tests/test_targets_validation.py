@@ -109,6 +109,10 @@ def test_every_problem_is_listed_at_once(
             "name must be a string, got 4",
         ),
         (
+            BASE + "[calibration]\npaired = true\n",
+            "calibration.paired is true but calibration.values_from names no target",
+        ),
+        (
             BASE + '[units."\\u001b[31mred"]\nkind = "cpu"\n',
             "units.\\x1b[31mred.peak_<dtype>_ops_per_s is required",
         ),

@@ -32,7 +32,7 @@ from typing import Any
 
 from infercast.errors import InfercastError
 from infercast.estimate.fit import FitResult, Sample, fit
-from infercast.estimate.forecast import estimate
+from infercast.estimate.forecast import coverage, estimate
 from infercast.estimate.measure import (
     RUNTIMES,
     Timing,
@@ -577,8 +577,10 @@ def calibrate_latencies(
     for k in free:
         prior.get(k)  # an unknown key is reported here, with the keys that exist
     samples = []
+    forecasts = []
     for r in rows:
         fc = estimate(load(r.model), target, threads=r.threads)
+        forecasts.append(fc)
         works = tuple(w for _, w in fc.works)
         samples.append(
             Sample(
@@ -593,7 +595,7 @@ def calibrate_latencies(
     f = fit_values(samples, prior, free)
     loo = leave_one_out(samples, prior, free)
     names = [r.model.name for r in rows]
-    text = latency_toml(target, f.values, names, loo, label)
+    text = latency_toml(target, f.values, names, loo, label, coverage(forecasts))
     return LatencyCalibration(target, tuple(free), f.values, f.residuals, tuple(loo), text)
 
 
@@ -603,11 +605,14 @@ def latency_toml(
     rows: Sequence[str],
     loo: Sequence[tuple[str, float, float]],
     label: str = "",
+    covered: Sequence[str] = (),
 ) -> str:
-    """A target file that ``extends`` ``base`` with fitted values by dotted key."""
-    from infercast.estimate.forecast import fitted_values
+    """A target file that ``extends`` ``base`` with fitted values by dotted key; ``covered``:
+    the kernel kinds the rows exercised (with ``base``'s, whose values are the prior)."""
+    from infercast.estimate.forecast import covered_kinds, fitted_values
 
     merged = {**fitted_values(base), **values}
+    kinds = sorted(set(covered) | (covered_kinds(base) or set()))
     table: dict[str, Any] = {
         "extends": base.name if _builtin(base) else base.path,
         "description": f"{base.name} calibrated on whole-model latencies: {base.description}",
@@ -621,6 +626,7 @@ def latency_toml(
             "parameters": list(values),
             "loo_median_abs_error": float(f"{loo_median(loo):.4g}"),
             "loo_worst_ratio": float(f"{loo_worst(loo):.4g}"),
+            **({"covered": kinds} if kinds else {}),
             "values": {k: float(f"{v:.6g}") for k, v in merged.items()},
         },
     }

@@ -74,7 +74,7 @@ from infercast.estimate.work import (
     op_class,
     peak_key,
 )
-from infercast.ir.graph import Graph
+from infercast.ir.graph import Graph, Node
 from infercast.ir.labels import BOUNDS, Bound, Placement
 from infercast.targets.placement import PlacementReport, device_graph, place
 from infercast.targets.schema import Target
@@ -546,6 +546,11 @@ class Forecast:
         return t.graph_compile_s + t.graph_compile_s_per_weight_byte * acc_weights
 
     @property
+    def outside(self) -> OutsideEvidence | None:
+        """The part of the forecast in kernel kinds no fitted row of the target exercised."""
+        return outside_evidence(self.target, self.placement.graph, self.layers, self.latency_s)
+
+    @property
     def complete(self) -> bool:
         return self.unknown_layers == 0 and all(ly.bound != "unknown" for ly in self.layers)
 
@@ -571,6 +576,120 @@ class Forecast:
             "by_bound_s": self.by_bound(),
             "complete": self.complete,
         }
+
+
+COVERED_SHARE = 0.05
+"""A kernel kind counts as exercised by a fitted row when it takes at least this fraction of
+the row's forecast: a kind below it in every row could be 2x off and move no row by more
+than 5%, so the rows are no evidence for it (``calibration.covered``)."""
+OUTSIDE_SHARE = 0.2
+"""A forecast with at least this fraction of its time in kinds no fitted row exercised says
+so (:func:`outside_evidence`)."""
+
+
+def kind_of(graph: Graph, node: Node, unit: str) -> str:
+    """The kernel kind of ``node`` run on ``unit``: ``OP on UNIT``, ``OP batch>1 on UNIT``
+    when its output has a batch above 1 (what a rank-4 tensor's first dimension holds in
+    both NHWC and NCHW), OP its native op name."""
+    outs = graph.output_tensors(node)
+    shape = outs[0].shape if outs else None
+    batched = shape is not None and len(shape) == 4 and (shape[0] or 1) > 1
+    return f"{node.native_op or node.op}{' batch>1' if batched else ''} on {unit}"
+
+
+def time_by_kind(graph: Graph, layers: Sequence[LayerForecast]) -> dict[str, float]:
+    """Forecast seconds per kernel kind (:func:`kind_of` of each kernel's first op)."""
+    nodes = {n.index: n for n in graph.nodes}
+    out: dict[str, float] = {}
+    for ly in layers:
+        if ly.bound in ("fused", "elided") or ly.latency_s <= 0 or ly.index not in nodes:
+            continue
+        k = kind_of(graph, nodes[ly.index], ly.unit)
+        out[k] = out.get(k, 0.0) + ly.latency_s
+    return out
+
+
+def coverage(forecasts: Sequence[Forecast]) -> tuple[str, ...]:
+    """The kernel kinds that take at least ``COVERED_SHARE`` of some forecast's time: what
+    rows of these forecasts, fitted on, are evidence for (``calibration.covered``)."""
+    kinds: set[str] = set()
+    for fc in forecasts:
+        total = fc.latency_s
+        for k, t in time_by_kind(fc.placement.graph, fc.layers).items():
+            if total > 0 and t >= COVERED_SHARE * total:
+                kinds.add(k)
+    return tuple(sorted(kinds))
+
+
+def covered_kinds(target: Target) -> frozenset[str] | None:
+    """The kinds the target's fitted rows (and its ``values_from`` target's) exercised;
+    None when no target of the chain records them."""
+    cal = target.calibration
+    kinds = set(cal.covered)
+    recorded = bool(cal.covered)
+    if cal.values_from:
+        from infercast.targets.loader import load_target
+
+        inherited = covered_kinds(load_target(cal.values_from))
+        if inherited is not None:
+            kinds |= inherited
+            recorded = True
+    return frozenset(kinds) if recorded else None
+
+
+def outside_rows(target: Target) -> dict[str, float]:
+    """Checked-only rows outside the evidence, the ``values_from`` target's first."""
+    cal = target.calibration
+    out: dict[str, float] = {}
+    if cal.values_from:
+        from infercast.targets.loader import load_target
+
+        out.update(outside_rows(load_target(cal.values_from)))
+    out.update(cal.outside_rows)
+    return out
+
+
+@dataclass(frozen=True)
+class OutsideEvidence:
+    """The part of a forecast in kernel kinds no fitted row of the target exercised."""
+
+    share: float
+    """Fraction of the forecast's latency (per-call cost included in the whole)."""
+    kinds: Mapping[str, float]
+    """Kind -> forecast seconds, largest first."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"share": self.share, "kinds_s": dict(self.kinds)}
+
+
+def outside_evidence(
+    target: Target, graph: Graph, layers: Sequence[LayerForecast], latency_s: float
+) -> OutsideEvidence | None:
+    """What of a forecast lies in kinds the target's fitted rows did not exercise (None:
+    the target records no coverage, or nothing lies outside it)."""
+    covered = covered_kinds(target)
+    if covered is None or latency_s <= 0:
+        return None
+    kinds = {k: t for k, t in time_by_kind(graph, layers).items() if k not in covered}
+    if not kinds:
+        return None
+    ordered = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return OutsideEvidence(sum(ordered.values()) / latency_s, ordered)
+
+
+def _outside_note(target: Target, ev: OutsideEvidence, latency_s: float) -> str:
+    shown = list(ev.kinds.items())[:4]
+    parts = ", ".join(f"{k} {t / latency_s:.0%}" for k, t in shown)
+    more = f", +{len(ev.kinds) - len(shown)} more" if len(ev.kinds) > len(shown) else ""
+    note = (
+        f"{ev.share:.0%} of the forecast time is in kernels no calibration row exercised "
+        f"({parts}{more}): outside the fitted evidence, the stated uncertainty does not cover it"
+    )
+    seen = outside_rows(target)
+    if seen:
+        rows = ", ".join(f"{r} took {x:.3g}x its forecast" for r, x in seen.items())
+        note += f"; published rows of this device outside it: {rows}"
+    return note
 
 
 def uncertainty(target: Target) -> str | None:
@@ -715,6 +834,10 @@ def assemble(
     """Turn kernels' work into per-layer results under parameters ``p``."""
     layers = _layers(report, works, p)
     all_notes = [*notes, _calibration_note(target, p)]
+    latency = sum(ly.latency_s for ly in layers) + p.invoke_s
+    ev = outside_evidence(target, report.graph, layers, latency)
+    if ev is not None and ev.share >= OUTSIDE_SHARE:
+        all_notes.append(_outside_note(target, ev, latency))
     per_channel: dict[str, int] = {}
     for _k, w in works:
         if w.per_channel and p.per_channel_slowdown.get(w.unit, 1.0) != 1.0:

@@ -92,6 +92,7 @@ def to_dict(fc: Forecast) -> dict[str, Any]:
             "loo_median_abs_error": cal.loo_median_abs_error,
             "loo_worst_ratio": cal.loo_worst_ratio,
             "uncertainty": uncertainty(fc.target),
+            "outside_evidence": None if (ev := fc.outside) is None else ev.to_dict(),
         },
         "units": {"time": "s", "ops": "arithmetic ops, 1 MAC = 2 ops", "bytes": "bytes"},
         "totals": {

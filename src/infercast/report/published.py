@@ -3,7 +3,8 @@
 JSON: ``infercast.validate-published/1`` (:meth:`PublishedCheck.to_dict`): per device
 the row counts, median |error| and worst ratio (in-sample and of the predictions:
 leave-one-out for rows the target was fitted on), the NPU-vs-CPU pairs; per row the
-forecast, the published figure and both errors. CSV: one row per published row.
+forecast, the published figure, both errors and the share of the forecast outside the fitted
+evidence (kernel kinds no fitted row of the target exercised). CSV: one row per published row.
 Table: the per-device summary, then the rows. Rows marked ``fit = excluded`` (the
 figure contradicts the model built for them) are listed with status ``excluded`` and
 counted in no per-device figure.
@@ -21,7 +22,7 @@ from infercast.report.table import Col, FitTable, Grid, Row, TableOptions, entry
 
 CSV_COLUMNS = (
     "row_id", "target", "model", "quant", "threads", "runtime", "published_s", "forecast_s",
-    "error", "in_fit", "loo_forecast_s", "loo_error", "status", "source",
+    "error", "in_fit", "loo_forecast_s", "loo_error", "outside_evidence", "status", "source",
 )  # fmt: skip
 
 
@@ -61,6 +62,7 @@ DEVICE_COLUMNS = [
     Col("pred_median", "prediction median |error|", prio=0, short="pred. med |err|"),
     Col("pred_worst", "prediction worst", prio=1, short="pred. worst"),
     Col("pairs", "NPU-vs-CPU right", prio=1, short="NPU>CPU ok"),
+    Col("outside", "outside evidence", prio=2, short="outside"),
 ]
 ROW_COLUMNS = [
     Col("row", "row", numeric=False, prio=0, min_width=12),
@@ -70,6 +72,7 @@ ROW_COLUMNS = [
     Col("error", "error", prio=1),
     Col("loo", "leave-one-out", prio=2, short="LOO"),
     Col("loo_error", "loo error", prio=0, short="LOO err"),
+    Col("outside", "outside evidence", prio=2, short="outside"),
     Col("status", "status", numeric=False, prio=1, min_width=9),
 ]
 
@@ -91,6 +94,7 @@ def device_grid(check: PublishedCheck) -> Grid:
                 ),
                 "pred_worst": entry(_x(d.prediction_worst_ratio), d.prediction_worst_ratio),
                 "pairs": entry(pairs, d.pairs_right if d.pairs_total else None),
+                "outside": entry(d.rows_outside or "", d.rows_outside),
             }
         )
     title = (
@@ -113,10 +117,14 @@ def rows_grid(check: PublishedCheck) -> Grid:
                 "error": entry(_pct(rec["error"]), rec["error"]),
                 "loo": entry(_ms(r.loo_s), r.loo_s),
                 "loo_error": entry(_pct(rec["loo_error"]), rec["loo_error"]),
+                "outside": entry(_abs_pct(r.outside_share), r.outside_share),
                 "status": entry(r.status, r.status),
             }
         )
-    title = "Rows (ms; error = forecast / published - 1)"
+    title = (
+        "Rows (ms; error = forecast / published - 1; outside evidence = share of the forecast "
+        "in kernel kinds no fitted row exercised)"
+    )
     # a row id is read whole: other columns go before it folds
     longest = max((len(r.row.row_id) for r in check.results), default=12)
     cols = [replace(c, min_width=min(longest, 40)) if c.key == "row" else c for c in ROW_COLUMNS]

@@ -157,6 +157,15 @@ def _calibration_lines(t: Target) -> list[str]:
     out: list[str] = []
     if cal.values_from:
         out += ["", f"Shares the fitted values of `{cal.values_from}`."]
+    if cal.paired and cal.values_from:
+        out += [
+            "",
+            f"Paired fit: `{', '.join(cal.parameters)}` fitted on the difference between each "
+            f"row and the same measurement (board, model, quantisation, threads, timing, "
+            f"source) on `{cal.values_from}`, over that target's forecast of the model, so "
+            f"its error on the model cancels; leave-one-out drops the whole pair (and refits "
+            f"`{cal.values_from}` without its row).",
+        ]
     if cal.rows and cal.loo_worst_ratio:
         out += [
             "",
@@ -166,9 +175,26 @@ def _calibration_lines(t: Target) -> list[str]:
     if cal.values:
         out += ["", "Fitted values (the tables above keep the stated ones, the fit's prior):", ""]
         out += [f"- `{k}` = {v:.4g}" for k, v in cal.values.items()]
+    if cal.covered:
+        out += [
+            "",
+            "Kernel kinds the fitted rows exercised (at least 5% of some row's forecast); a "
+            "forecast with 20% or more of its time in other kinds says it is outside the "
+            "fitted evidence"
+            + (f" (with those of `{cal.values_from}`)" if cal.values_from else "")
+            + ":",
+            "",
+            ", ".join(f"`{k}`" for k in cal.covered),
+        ]
+    if cal.outside_rows:
+        out += ["", "Checked-only rows outside that evidence (published / forecast):", ""]
+        out += [f"- `{r}`: {x:.3g}x" for r, x in cal.outside_rows.items()]
     if cal.rows:
         out += ["", "Rows (infercast/estimate/data/published-latency.csv):", ""]
-        out += [f"- `{r}`" for r in cal.rows]
+        pairs = dict(zip(cal.rows, cal.paired_rows, strict=False))
+        out += [
+            f"- `{r}`" + (f" (paired with `{pairs[r]}`)" if pairs.get(r) else "") for r in cal.rows
+        ]
     return out
 
 

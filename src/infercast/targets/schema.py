@@ -297,6 +297,23 @@ class Calibration:
     values_from: str = ""
     """A built-in target whose fitted values this one reads first (its own ``values`` then
     override them): two delegates of one NPU share the NPU's fitted numbers."""
+    paired: bool = False
+    """Fit ``parameters`` on pairs (needs ``values_from``): each published row against the
+    same measurement (board, model, quantisation, threads, timing, source) on the
+    ``values_from`` target, on the difference of the two published figures, so the shared
+    model's error on that model cancels; leave-one-out drops the whole pair (the
+    ``values_from`` target is refitted without the pair's other row too)."""
+    paired_rows: tuple[str, ...] = ()
+    """The ``values_from`` target's row paired with each of ``rows`` (``""``: none)."""
+    covered: tuple[str, ...] = ()
+    """Kernel kinds the fitted rows exercised (generated): ``OP on UNIT`` or ``OP batch>1 on
+    UNIT`` (native op of a kernel's first op, its output's batch, the unit that runs it)
+    that took at least 5% of some fitted row's forecast. A forecast whose time lies largely
+    in other kinds says it is outside the fitted evidence. Empty: not recorded (no such
+    note). A ``values_from`` target's kinds count too."""
+    outside_rows: Mapping[str, Positive] = field(default_factory=dict)
+    """Checked-only published rows of this target whose forecast lies largely outside
+    ``covered`` (generated): row id -> published / forecast."""
     values: Mapping[str, Positive] = field(default_factory=dict)
     """Fitted values by dotted key (``"units.npu.efficiency.conv" = 0.31``); the forecast
     reads them over the tables' stated values, which stay as the fit's prior."""

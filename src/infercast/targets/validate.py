@@ -359,6 +359,12 @@ def _cross_checks(raw: Mapping[str, Any], ctx: _Ctx) -> None:
         errs.add(
             "placement.fallback", f"must name a unit of this target ({names}), got {show(fallback)}"
         )
+    cal = _table(raw, "calibration")
+    if cal.get("paired") is True and not cal.get("values_from"):
+        errs.add(
+            "calibration.paired",
+            "is true but calibration.values_from names no target to pair the rows with",
+        )
     sup = _table(raw, "support")
     ops = sup.get("ops", [])
     ops = ops if isinstance(ops, list) else []

@@ -101,3 +101,16 @@ def load_rows(path: str | Path | None = None) -> list[PublishedRow]:
 
 def rows_for(target: str, rows: list[PublishedRow] | None = None) -> list[PublishedRow]:
     return [r for r in (rows if rows is not None else load_rows()) if r.target == target]
+
+
+def paired_row(row: PublishedRow, rows: list[PublishedRow], target: str) -> PublishedRow | None:
+    """The same measurement as ``row`` on ``target``: one board, model, quantisation, thread
+    count, clock, timing method and source (None: that source timed no such row)."""
+    key = (row.board, row.recipe, row.quant, row.threads, row.clock_hz, row.timed, row.source)
+    found = [
+        r
+        for r in rows
+        if r.target == target
+        and (r.board, r.recipe, r.quant, r.threads, r.clock_hz, r.timed, r.source) == key
+    ]
+    return found[0] if len(found) == 1 else None
