@@ -48,3 +48,15 @@ def test_docs_show_the_reasons_placement_gives() -> None:
     )
     edgetpu = render(load_target("edgetpu-usb"))
     assert "Only one tpu segment" in edgetpu
+
+
+def test_docs_list_a_targets_notes() -> None:
+    """``notes`` (findings in words) appear in the document under their own heading, once
+    each, before the calibration; a target without notes has no such heading."""
+    t = load_target("edgetpu-pcie")
+    assert t.notes
+    text = render(t)
+    assert text.count("## Notes") == 1
+    assert text.index("## Notes") < text.index("## Calibration")
+    assert all(f"- {n}" in text for n in t.notes)
+    assert "## Notes" not in render(load_target("k210-kpu", detect=False))

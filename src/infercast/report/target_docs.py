@@ -221,6 +221,8 @@ def render(target: Target) -> str:
     ]
     if t.placement.accelerator:
         out += ["", *_support(t)]
+    if t.notes:
+        out += ["", "## Notes", "", *(f"- {n}" for n in t.notes)]
     out += ["", *_provenance(t)]
     return "\n".join(out) + "\n"
 

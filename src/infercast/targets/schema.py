@@ -330,6 +330,9 @@ class Target:
     sources: tuple[str, ...] = ()
     uncertain: tuple[str, ...] = ()
     """Dotted keys whose values are assumed, not sourced."""
+    notes: tuple[str, ...] = ()
+    """Findings about this target's model in words (a mechanism tried against its published
+    rows and why the model stands as it does); the target's document lists them."""
     calibration: Calibration = field(default_factory=Calibration)
     units: Mapping[str, ComputeUnit] = field(default_factory=dict)
     memories: Mapping[str, Memory] = field(default_factory=dict)
