@@ -590,11 +590,13 @@ so (:func:`outside_evidence`)."""
 def kind_of(graph: Graph, node: Node, unit: str) -> str:
     """The kernel kind of ``node`` run on ``unit``: ``OP on UNIT``, ``OP batch>1 on UNIT``
     when its output has a batch above 1 (what a rank-4 tensor's first dimension holds in
-    both NHWC and NCHW), OP its native op name."""
+    both NHWC and NCHW). OP is the canonical op name (``conv``, ``depthwise_conv``,
+    ``space_to_batch``...), the same for a TFLite and an ONNX model of the same layer, so a
+    target fitted on TFLite rows covers an ONNX model's kernels of those kinds too."""
     outs = graph.output_tensors(node)
     shape = outs[0].shape if outs else None
     batched = shape is not None and len(shape) == 4 and (shape[0] or 1) > 1
-    return f"{node.native_op or node.op}{' batch>1' if batched else ''} on {unit}"
+    return f"{node.op}{' batch>1' if batched else ''} on {unit}"
 
 
 def time_by_kind(graph: Graph, layers: Sequence[LayerForecast]) -> dict[str, float]:
