@@ -722,9 +722,7 @@ def test_cli_validate_published(
     # k210-kpu records the kinds its fitted rows exercise (conv on the KPU and the CPU): its
     # own fitted micro-benchmarks lie inside them; a row not built has no share at all.
     assert dev["rows_outside"] == 0
-    assert all(
-        (r["outside_evidence"] is None) == (r["status"] != "ok") for r in rows.values()
-    )
+    assert all((r["outside_evidence"] is None) == (r["status"] != "ok") for r in rows.values())
     assert all(r["outside_evidence"] < 0.2 for r in rows.values() if r["status"] == "ok")
     built = [r for r in rows.values() if r["status"] == "ok"]
     assert len(built) == 4  # the micro-benchmarks the fixture group builds
