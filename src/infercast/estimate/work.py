@@ -13,7 +13,7 @@ re-costs it under many parameter sets (:func:`infercast.estimate.forecast.kernel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
 from infercast.ops.registry import get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport
-from infercast.targets.schema import EFFICIENCY_KEYS, Target
+from infercast.targets.schema import EFFICIENCY_KEYS, Memory, Target
 
 _FAMILY_CLASS = {
     "conv": "conv",
@@ -461,6 +461,20 @@ def vela_block(
     stride, dilation = _pair(node.attrs.get("strides")), _pair(node.attrs.get("dilations"))
     block = find_block(accel, kind, ifm, ofm, kernel, stride, dilation)
     return None if block is None else (kind, block, ifm, ofm, kernel)
+
+
+def _burst_bytes(mem: Memory) -> int:
+    """The bytes a narrow transfer to ``mem`` is charged: the device's own smallest access
+    where the target states one (``device_burst_bytes``), else Vela's burst length."""
+    return mem.device_burst_bytes or mem.burst_bytes
+
+
+def vela_view(target: Target) -> Target:
+    """``target`` as Arm Vela models it: every memory charges Vela's burst length
+    (``burst_bytes``), not the device's own (``device_burst_bytes``); for comparisons with
+    Vela's estimate (bench/bench_vela.py)."""
+    mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
+    return replace(target, memories=mems)
 
 
 def _vela_accel(target: Target) -> str:
@@ -899,7 +913,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
         a_mem = _cached_act_memory(target, dev, members, act_bytes) or a_mem
-        burst = target.memories[a_mem].burst_bytes if a_mem else 0
+        burst = _burst_bytes(target.memories[a_mem]) if a_mem else 0
         refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
         refetch += linear_transfer_bytes(dev, members, ctx.linear, burst, _vela_accel(target))
     w_bytes, streamed = ctx.caches.take(weights, w_mem)

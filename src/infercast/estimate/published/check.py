@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict
+from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict, target_bounds
 from infercast.estimate.forecast import Params, estimate
 from infercast.estimate.published.data import PublishedRow, load_rows
 from infercast.ir.graph import Graph
@@ -202,7 +202,8 @@ def check_target(
     fit_samples = [samples[r.row_id] for r in rows if r.row_id in fitted and r.row_id in samples]
     if keys and fit_samples:
         prior = Params.of(target, prior_for=keys)
-        loo = {name: f for name, f, _ in leave_one_out(fit_samples, prior, keys)}
+        bounds = target_bounds(target, keys)
+        loo = {name: f for name, f, _ in leave_one_out(fit_samples, prior, keys, bounds=bounds)}
         for res in results:
             res.loo_s = loo.get(res.row.row_id)
     return results
@@ -303,8 +304,9 @@ def calibrate_on_rows(
     ]
     samples = [row_sample(r, target, load(paths[(r.recipe, r.quant)])) for r in fit_rows]
     prior = Params.of(target, prior_for=keys)
-    f = fit_values(samples, prior, keys)
-    loo = leave_one_out(samples, prior, keys)
+    bounds = target_bounds(target, keys)
+    f = fit_values(samples, prior, keys, bounds=bounds)
+    loo = leave_one_out(samples, prior, keys, bounds=bounds)
     return TargetCalibration(
         target=target.name,
         keys=tuple(keys),
