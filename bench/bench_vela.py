@@ -42,6 +42,7 @@ from infercast.estimate.fit import Sample, fit_values, predict  # noqa: E402
 from infercast.estimate.forecast import Params  # noqa: E402
 from infercast.estimate.published.build import cache_root, ensure  # noqa: E402
 from infercast.estimate.published.recipes import VELA_SET  # noqa: E402
+from infercast.estimate.work import vela_view  # noqa: E402
 from infercast.targets import load_target  # noqa: E402
 
 KEYS = [
@@ -94,7 +95,7 @@ def npu_sample(model: Path, target: str, vela_s: float) -> Sample:
     Whole architectures, not layers: Vela names a convolution that writes straight into
     a concatenation's output (Inception, DenseNet) or absorbs a PAD after the op it
     merges with, so its per-layer rows do not map one to one onto the model's ops."""
-    fc = estimate(model, target)
+    fc = estimate(model, vela_view(load_target(target)))
     works = tuple(w for _, w in fc.works if not w.on_fallback and not w.elided)
     return Sample(model.stem, works, vela_s, whole_model=False)
 

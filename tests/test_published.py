@@ -399,6 +399,36 @@ def replace_cal(t: Target, **kw: object) -> Target:
     return dataclasses.replace(t, calibration=dataclasses.replace(t.calibration, **kw))  # type: ignore[arg-type]
 
 
+def test_upper_bounds_cap_the_fit(published_dir: Path) -> None:
+    """``calibration.upper_bounds`` lowers a key's physical range: rows generated with the
+    per-op overhead at twice the cap fit with the overhead at the cap, in the fit and in
+    each leave-one-out fit; the shipped Ethos-U65's DRAM stays under its LPDDR4X peak."""
+    from dataclasses import replace
+
+    from infercast.estimate.fit import bounds_of, target_bounds
+
+    key = "units.cpu.op_overhead_s"
+    target = load_target("imx8mp-cpu")
+    capped = replace(target, calibration=replace(target.calibration, upper_bounds={key: 1e-5}))
+    bounds = target_bounds(capped, KEYS)
+    assert bounds[key] == (bounds_of(key)[0], 1e-5)
+    assert target_bounds(target, KEYS)[key] == bounds_of(key)
+    prior = Params.of(target, prior_for=KEYS)
+    truth = prior.with_values(TRUTH)  # overhead 2e-5
+    samples = [
+        Sample(s.name, s.works, predict(s, truth), threads=s.threads)
+        for s in _samples(published_dir)[:6]
+    ]
+    f = fit_values(samples, prior, KEYS, prior_weight=0.0, bounds=bounds)
+    assert f.values[key] == pytest.approx(1e-5, rel=1e-6)
+    free = leave_one_out(samples, prior, KEYS)
+    held = leave_one_out(samples, prior, KEYS, bounds=bounds)
+    assert [a[1] for a in free] != [b[1] for b in held]
+    u65 = load_target("ethos-u65-256")
+    dram = "memories.dram.bandwidth_bytes_per_s"
+    assert u65.calibration.values[dram] <= u65.calibration.upper_bounds[dram]
+
+
 @pytest.mark.parametrize("target", ["imx8mp-cpu", "imx8mp-npu-vx", "edgetpu-usb", "k210-kpu"])
 def test_vectorised_evaluation_is_the_per_kernel_reference(
     published_dir: Path, target: str

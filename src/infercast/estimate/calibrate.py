@@ -566,7 +566,7 @@ def calibrate_latencies(
     least squares over the models' forecasts, then each model forecast by a fit on the
     others (leave-one-out)."""
     _require_scipy()
-    from infercast.estimate.fit import fit_values, leave_one_out
+    from infercast.estimate.fit import fit_values, leave_one_out, target_bounds
     from infercast.estimate.forecast import Params
     from infercast.frontends import load
 
@@ -592,8 +592,9 @@ def calibrate_latencies(
                 device_only=not r.whole_model,
             )
         )
-    f = fit_values(samples, prior, free)
-    loo = leave_one_out(samples, prior, free)
+    bounds = target_bounds(target, free)
+    f = fit_values(samples, prior, free, bounds=bounds)
+    loo = leave_one_out(samples, prior, free, bounds=bounds)
     names = [r.model.name for r in rows]
     text = latency_toml(target, f.values, names, loo, label, coverage(forecasts))
     return LatencyCalibration(target, tuple(free), f.values, f.residuals, tuple(loo), text)

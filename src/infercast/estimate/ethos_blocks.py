@@ -283,3 +283,84 @@ def mac_op_cycles(
     if mac > ao:
         return int(mac * n_blocks)
     return int(ao * n_blocks + mac)
+
+
+# IFM8_Elementwise SHRAM granule (the third entry of the granule tables quoted above).
+_GRANULE_IFM8_EW: dict[str, int] = {"ethos-u55-128": 4, "ethos-u55-256": 8, "ethos-u65-256": 8}
+
+
+@lru_cache(maxsize=4096)
+def elementwise_block(accel: str, ofm: tuple[int, int, int], binary: bool = True) -> Block | None:
+    """The OFM block Vela's ``FindBlockConfig`` picks for an int8 elementwise op (ethos-u-vela
+    5.2.0 ``ethos_u55.cpp``: the IFM block equals the OFM block; ``TryBlockConfig`` leaves no
+    accumulators and, for a binary op (``ElementwiseUsage::Full``), as many IFM2 banks as IFM
+    banks; the cost is the number of blocks, the largest block volume wins, a tie kept only
+    for a block of at most 4 x 4). Vela also runs a memory copy (a standalone PAD) this way."""
+    cfg = ACCEL_CONFIGS.get(accel)
+    if cfg is None or min(ofm) <= 0:
+        return None
+    uh, uw, ud = cfg.ofm_ublock
+    granule = _GRANULE_IFM8_EW[accel]
+    lut_banks = 2 if cfg.shram_banks > 16 else 0
+    space = tuple(
+        _ceil_to(min(o, m), u) for o, m, u in zip(ofm, _OFM_BLOCK_MAX, cfg.ofm_ublock, strict=True)
+    )
+    ofm_elements = _F(ofm[0] * ofm[1] * ofm[2])
+    best_cost, best_cover = _F(np.inf), _F(np.inf)
+    best: Block | None = None
+    depth = max(ud, min(space[2], _OFM_SPLIT_DEPTH))
+    if depth < ofm[2]:
+        depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
+    while depth <= space[2]:
+        for height in range(uh, space[0] + 1, uh):
+            for width in range(uw, space[1] + 1, uw):
+                ifm_bytes = height * width * _ceil_to(depth, 8)
+                banks = _ceil_to(_div_up(ifm_bytes, _BANK_BYTES) * 2, granule)
+                if _RESERVED_OUTPUT_BANKS + banks * (2 if binary else 1) > (
+                    cfg.shram_banks - lut_banks
+                ):
+                    continue
+                cost = ofm_elements / _F(height * width * depth)
+                if ofm[0] * ofm[1] * ofm[2] < height * width * depth * 2:
+                    cost = cost / _F(2.0)
+                if cost > best_cost:
+                    continue
+                if cost == best_cost:
+                    cover = _F(ofm[0] * ofm[1]) / _F(
+                        max(min(ofm[0], height) * min(ofm[1], width), 1)
+                    )
+                    if not (cover <= best_cover and height <= 4 and width <= 4):
+                        continue
+                    best_cover = cover
+                else:
+                    best_cover = _F(np.inf)
+                best_cost = cost
+                best = Block((height, width, depth), (height, width, depth))
+        depth += ud
+        if depth < ofm[2]:
+            depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
+    return best
+
+
+def memory_transfer_factor(
+    is_read: bool, linear: bool, depth_bytes: int, width: int, block: Block, max_burst: int
+) -> float:
+    """Bytes Vela charges per byte of a feature-map transfer (ethos-u-vela 5.2.0
+    ``ethos_u55_performance.cpp`` ``EstimateMemoryTransfer``, int8, one core): the transfer
+    is issued in bursts and each burst charged the memory's maximum burst length. A linear
+    (NHWC) map is read in bursts of one IFM block depth unless a pixel is exactly that deep
+    (then whole block rows), and written in bursts of min(64, 16, OFM block depth) bytes
+    unless the block is at most 16 deep and a pixel exactly that deep; a brick (NHCWB16)
+    map is read in bursts of 16 x block width bytes and written likewise (unless a brick
+    column is exactly one block deep). ``width`` is the map's width in pixels."""
+    if max_burst <= 0:
+        return 1.0
+    _, bw, bd = block.ifm if is_read else block.ofm
+    if linear:
+        if is_read:
+            burst = bd * bw if depth_bytes == bd else bd
+        else:
+            burst = bd * bw if (bd <= 16 and depth_bytes == bd) else min(64, 16, bd)
+    else:
+        burst = bd * bw if width * 16 == bd else 16 * bw
+    return max_burst / min(max_burst, max(burst, 1))

@@ -278,6 +278,17 @@ _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb",
 # --------------------------------------------------------------------------- #
 
 
+def target_bounds(target: Target, keys: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """The fit's range of each of ``keys`` on ``target``: :func:`bounds_of`, its high end
+    lowered to the target's ``calibration.upper_bounds`` where it states one."""
+    caps = target.calibration.upper_bounds
+    out: dict[str, tuple[float, float]] = {}
+    for k in keys:
+        lo, hi = bounds_of(k)
+        out[k] = (lo, min(hi, float(caps[k]))) if k in caps else (lo, hi)
+    return out
+
+
 def bounds_of(key: str) -> tuple[float, float]:
     """(low, high) of a parameter: what is physically possible, in its own unit."""
     if ".efficiency." in key or key.endswith(".thread_efficiency"):
@@ -372,14 +383,18 @@ def leave_one_out(
     keys: Sequence[str],
     *,
     prior_weight: float = PRIOR_WEIGHT,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[tuple[str, float, float]]:
-    """(sample, forecast s, measured s) of each sample by a fit on all the others.
+    """(sample, forecast s, measured s) of each sample by a fit on all the others
+    (``bounds`` as :func:`fit_values` takes them).
 
     With a single sample there is nothing to fit on: its forecast is the prior's."""
     out: list[tuple[str, float, float]] = []
     for i, s in enumerate(samples):
         rest = [t for j, t in enumerate(samples) if j != i]
-        p = fit_values(rest, base, keys, prior_weight=prior_weight).params if rest else base
+        p = base
+        if rest:
+            p = fit_values(rest, base, keys, prior_weight=prior_weight, bounds=bounds).params
         out.append((s.name, predict(s, p), s.measured_s))
     return out
 

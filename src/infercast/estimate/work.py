@@ -13,7 +13,7 @@ re-costs it under many parameter sets (:func:`infercast.estimate.forecast.kernel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,9 +22,11 @@ from infercast.errors import InfercastError
 from infercast.estimate.ethos_blocks import (
     ACCEL_CONFIGS,
     Block,
+    elementwise_block,
     find_block,
     ifm_read_elements,
     mac_op_cycles,
+    memory_transfer_factor,
 )
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
@@ -32,7 +34,7 @@ from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
 from infercast.ops.registry import get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport
-from infercast.targets.schema import EFFICIENCY_KEYS, Target
+from infercast.targets.schema import EFFICIENCY_KEYS, Memory, Target
 
 _FAMILY_CLASS = {
     "conv": "conv",
@@ -461,6 +463,20 @@ def vela_block(
     return None if block is None else (kind, block, ifm, ofm, kernel)
 
 
+def _burst_bytes(mem: Memory) -> int:
+    """The bytes a narrow transfer to ``mem`` is charged: the device's own smallest access
+    where the target states one (``device_burst_bytes``), else Vela's burst length."""
+    return mem.device_burst_bytes or mem.burst_bytes
+
+
+def vela_view(target: Target) -> Target:
+    """``target`` as Arm Vela models it: every memory charges Vela's burst length
+    (``burst_bytes``), not the device's own (``device_burst_bytes``); for comparisons with
+    Vela's estimate (bench/bench_vela.py)."""
+    mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
+    return replace(target, memories=mems)
+
+
 def _vela_accel(target: Target) -> str:
     """The Vela accelerator config the target names (``[toolchain] vela_accelerator_config``)
     when :mod:`infercast.estimate.ethos_blocks` knows it, else ''."""
@@ -561,6 +577,88 @@ def ifm_refetch_bytes(
         return 0
     reads = -(-c_out // block_depth) if c_out > 0 else 1
     return int(ifm_bytes * (reads * burst - 1))
+
+
+def vela_linear_maps(dev: Graph, groups: list[Kernel]) -> frozenset[str]:
+    """Feature maps Vela keeps in linear NHWC format instead of 16-channel bricks
+    (ethos-u-vela 5.2.0 regor ``scheduler.cpp`` ``UpdateSchedulerTensor``): a concatenation
+    whose parts start at a depth offset that is not a multiple of 16
+    (``CheckLinearFormatForConcatSplit``, ``CanAliasDepthOffset``), and a map written or read
+    with another width or depth than the whole (``Brick format can only be used if both shapes
+    have equal W and C``): the output of a PAD Vela runs as a memory copy into the padded
+    map (one not merged into the convolution or pool after it), and the input and output of a
+    slice (Vela reads the slice in place)."""
+    out: set[str] = set()
+    for k in groups:
+        nodes = [dev.nodes[i] for i in k.members]
+        if len(nodes) == 1 and nodes[0].op == "pad":
+            out.update(o for o in nodes[0].outputs if o)
+    for n in dev.nodes:
+        if n.op in ("strided_slice", "slice"):
+            out.update(o for o in (*n.inputs[:1], *n.outputs) if o)
+        elif n.op == "concat":
+            acts = [t for t in dev.input_tensors(n) if t is not None and not t.is_constant]
+            offset, aligned = 0, True
+            for t in acts:
+                if offset % 16:
+                    aligned = False
+                shape = t.shape or ()
+                c = shape[-1] if shape else None
+                if not isinstance(c, int):
+                    aligned = False
+                    break
+                offset += c
+            axis = n.attrs.get("axis", -1)
+            rank = len(acts[0].shape or ()) if acts else 0
+            if not aligned and axis in (-1, rank - 1):
+                out.update(o for o in n.outputs if o)
+    return frozenset(out)
+
+
+def linear_transfer_bytes(
+    dev: Graph, members: list[Node], linear: frozenset[str], burst_bytes: int, accel: str
+) -> int:
+    """Feature-map bytes Vela charges beyond the bytes moved when a kernel reads or writes a
+    linear (NHWC) map (:func:`vela_linear_maps`): ``EstimateMemoryTransfer`` issues such a
+    transfer in bursts of one block depth and charges each burst the memory's maximum burst
+    length (:func:`infercast.estimate.ethos_blocks.memory_transfer_factor`). The block is
+    the one Vela's search picks (:func:`vela_block`; :func:`elementwise_block` for other
+    ops). 0 without ``accel`` or linear maps."""
+    if not accel or not linear or burst_bytes <= 0:
+        return 0
+    node = members[0]
+    if node.op in ("strided_slice", "slice"):
+        return 0  # Vela reads the slice in place: the op that reads it pays
+    acts = [t for t in dev.input_tensors(node) if t is not None and not t.is_constant]
+    outs = [t for t in dev.output_tensors(members[-1]) if t is not None]
+    if not any(t.name in linear for t in (*acts, *outs)):
+        return 0
+    found = vela_block(dev, node, accel)
+    block: Block | None = found[1] if found is not None else None
+    if block is None:
+        try:
+            y = static_shape(outs[0]) if outs else ()
+        except ShapeUnknownError:
+            return 0
+        if len(y) != 4:
+            return 0
+        block = elementwise_block(accel, (y[1], y[2], y[3]), binary=len(acts) > 1)
+        if block is None:
+            return 0
+    extra = 0.0
+    pairs = [(a, True) for a in acts[:2]] + [(o, False) for o in outs[:1]]
+    for t, is_read in pairs:
+        if t.name not in linear or not t.nbytes or t.rank != 4:
+            continue
+        try:
+            shape = static_shape(t)
+        except ShapeUnknownError:
+            continue
+        f = memory_transfer_factor(
+            is_read, True, t.dtype.nbytes(shape[3]), shape[2], block, burst_bytes
+        )
+        extra += t.nbytes * (f - 1.0)
+    return int(extra)
 
 
 def _cached_act_memory(
@@ -782,6 +880,9 @@ class _Context:
     caches: _StreamingCaches
     elided: set[int]
     missing_peak: set[str]
+    linear: frozenset[str] = frozenset()
+    """Feature maps Vela stores linear (NHWC) rather than in 16-channel bricks
+    (:func:`vela_linear_maps`); empty for a target that does not model Vela."""
 
 
 def _peak_dtype(ctx: _Context, anchor: Node, unit: str, ops: float) -> str | None:
@@ -812,8 +913,9 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
         a_mem = _cached_act_memory(target, dev, members, act_bytes) or a_mem
-        burst = target.memories[a_mem].burst_bytes if a_mem else 0
+        burst = _burst_bytes(target.memories[a_mem]) if a_mem else 0
         refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
+        refetch += linear_transfer_bytes(dev, members, ctx.linear, burst, _vela_accel(target))
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
     factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
@@ -869,6 +971,7 @@ def build_works(
         caches=_StreamingCaches(target),
         elided=elided,
         missing_peak=set(),
+        linear=vela_linear_maps(dev, groups) if _vela_accel(target) else frozenset(),
     )
     out = [(k, _work_of(ctx, k)) for k in groups]
     notes = [f"no peak stated for the dtype; {m}" for m in sorted(ctx.missing_peak)]

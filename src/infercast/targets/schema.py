@@ -183,6 +183,11 @@ class Memory:
     burst_bytes: Count = 0
     """Longest burst the accelerator issues to this memory (Arm Vela's ``<Mem>_burst_length``
     in vela.ini): a read narrower than this still costs a whole burst; 0: not modelled."""
+    device_burst_bytes: Count = 0
+    """The smallest access the device's own memory serves (an LPDDR4X 16-beat burst on a
+    16-bit bus: 32 bytes), where it is smaller than ``burst_bytes``: forecasts charge a
+    narrow transfer this many bytes; a comparison with Vela's own estimate keeps Vela's
+    ``burst_bytes`` (:func:`infercast.estimate.work.vela_view`). 0: ``burst_bytes``."""
     port: Count = 0
     """The bus port the accelerator reaches this memory through: transfers to memories on
     different ports overlap (Arm Vela: vela.ini ``axi0_port`` / ``axi1_port``, each op's
@@ -290,6 +295,9 @@ class Calibration:
     """Published rows (``row_id``) or latency files the whole-model fit used."""
     parameters: tuple[str, ...] = ()
     """Dotted keys a whole-model fit may vary (``units.npu.efficiency.conv`` ...)."""
+    upper_bounds: Mapping[str, Positive] = field(default_factory=dict)
+    """The highest value a fitted key may take on this device, by dotted key (a bandwidth
+    the device's memory cannot exceed); the fit's range is otherwise ``fit.bounds_of``."""
     loo_median_abs_error: Ratio = 0.0
     """Median |error| of leave-one-out forecasts of ``rows`` (a fraction)."""
     loo_worst_ratio: Ratio = 0.0

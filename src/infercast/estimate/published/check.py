@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict
+from infercast.estimate.fit import Sample, fit_values, leave_one_out, predict, target_bounds
 from infercast.estimate.forecast import (
     OUTSIDE_SHARE,
     Forecast,
@@ -219,7 +219,8 @@ class Pairing:
             return Params.of(self.baseline)
         rest = [s for s in self.fit_samples if s.name != without]
         prior = Params.of(self.baseline, prior_for=self.keys)
-        return fit_values(rest, prior, self.keys).params if rest else prior
+        bounds = target_bounds(self.baseline, self.keys)
+        return fit_values(rest, prior, self.keys, bounds=bounds).params if rest else prior
 
     def shared(self, base: Params) -> dict[str, float]:
         """The values the paired target reads from the baseline, taken from ``base``."""
@@ -278,7 +279,11 @@ def wanted_rows(
 
 
 def paired_leave_one_out(
-    samples: Sequence[Sample], prior: Params, keys: Sequence[str], pairing: Pairing
+    samples: Sequence[Sample],
+    prior: Params,
+    keys: Sequence[str],
+    pairing: Pairing,
+    bounds: dict[str, tuple[float, float]] | None = None,
 ) -> list[tuple[str, float, float]]:
     """(sample, forecast s, measured s) of each sample by a paired fit on the other pairs,
     with the baseline refitted without the left-out sample's partner."""
@@ -288,18 +293,23 @@ def paired_leave_one_out(
         base = pairing.params(without=b.name if b is not None else None)
         p0 = prior.with_values(pairing.shared(base))
         rest = [pairing.adjusted(t, base) for j, t in enumerate(samples) if j != i]
-        p = fit_values(rest, p0, keys).params if rest else p0
+        p = fit_values(rest, p0, keys, bounds=bounds).params if rest else p0
         out.append((s.name, predict(s, p), s.measured_s))
     return out
 
 
 def loo_of(
-    samples: Sequence[Sample], prior: Params, keys: Sequence[str], pairing: Pairing | None
+    samples: Sequence[Sample],
+    prior: Params,
+    keys: Sequence[str],
+    pairing: Pairing | None,
+    bounds: dict[str, tuple[float, float]] | None = None,
 ) -> list[tuple[str, float, float]]:
-    """Leave-one-out forecasts of ``samples``: paired when ``pairing`` is given."""
+    """Leave-one-out forecasts of ``samples`` (within ``bounds``: the target's
+    :func:`~infercast.estimate.fit.target_bounds`): paired when ``pairing`` is given."""
     if pairing is None:
-        return leave_one_out(samples, prior, keys)
-    return paired_leave_one_out(samples, prior, keys, pairing)
+        return leave_one_out(samples, prior, keys, bounds=bounds)
+    return paired_leave_one_out(samples, prior, keys, pairing, bounds)
 
 
 def _summary(target: str, results: list[RowResult]) -> DeviceSummary:
@@ -365,7 +375,8 @@ def check_target(
     if keys and fit_samples:
         prior = Params.of(target, prior_for=keys)
         pairing = pairing_of(target, rows, all_rows, paths, load)
-        loo = {name: f for name, f, _ in loo_of(fit_samples, prior, keys, pairing)}
+        bounds = target_bounds(target, keys)
+        loo = {name: f for name, f, _ in loo_of(fit_samples, prior, keys, pairing, bounds)}
         for res in results:
             res.loo_s = loo.get(res.row.row_id)
     return results
@@ -505,13 +516,14 @@ def calibrate_on_rows(
     samples = [sample_of(r, fc) for r, fc in zip(fit_rows, forecasts, strict=True)]
     prior = Params.of(target, prior_for=keys)
     pairing = pairing_of(target, fit_rows, all_rows, paths, load)
+    bounds = target_bounds(target, keys)
     if pairing is None:
-        f = fit_values(samples, prior, keys)
+        f = fit_values(samples, prior, keys, bounds=bounds)
         resid = list(f.residuals)
         partners: tuple[str, ...] = ()
     else:
         base = pairing.params()
-        f = fit_values([pairing.adjusted(s, base) for s in samples], prior, keys)
+        f = fit_values([pairing.adjusted(s, base) for s in samples], prior, keys, bounds=bounds)
         resid = [(s.name, predict(s, f.params), s.measured_s) for s in samples]
         partners = tuple(
             b.name if (b := pairing.partner.get(r.row_id)) is not None else "" for r in fit_rows
@@ -525,7 +537,7 @@ def calibrate_on_rows(
         outside_rows=_outside_rows(target, rows, paths, load, covered, f.params),
         rows=tuple(r.row_id for r in fit_rows),
         fit=resid,
-        loo=loo_of(samples, prior, keys, pairing),
+        loo=loo_of(samples, prior, keys, pairing, bounds),
         paired_rows=partners,
         baseline=pairing.baseline.name if pairing is not None else "",
     )
