@@ -23,8 +23,10 @@ model's convolutions, depthwise convolutions and pools ask for).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -106,6 +108,51 @@ def _fits(cfg: AccelConfig, ofm: tuple[int, int, int], ifm: tuple[int, int, int]
     return _RESERVED_OUTPUT_BANKS + ifm_banks <= acc_start
 
 
+def _candidates(cfg: AccelConfig, ofm: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
+    """The OFM blocks (height, width, depth) Vela's block searches try, in its order: depth
+    from the first split depth up in micro-block steps (rounded to the split depth while
+    below the OFM's), height and width in micro-block steps up to the OFM rounded to them."""
+    uh, uw, ud = cfg.ofm_ublock
+    space = tuple(
+        _ceil_to(min(o, m), u) for o, m, u in zip(ofm, _OFM_BLOCK_MAX, cfg.ofm_ublock, strict=True)
+    )
+    depth = max(ud, min(space[2], _OFM_SPLIT_DEPTH))
+    if depth < ofm[2]:
+        depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
+    while depth <= space[2]:
+        for height in range(uh, space[0] + 1, uh):
+            for width in range(uw, space[1] + 1, uw):
+                yield height, width, depth
+        depth += ud
+        if depth < ofm[2]:
+            depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
+
+
+class _Best:
+    """The block Vela keeps: the lowest cost; on a tie, a block of at most 4 x 4 whose cover
+    of the whole (the area over the part one block covers) is no worse."""
+
+    def __init__(self) -> None:
+        self.cost = _F(np.inf)
+        self.cover = _F(np.inf)
+        self.block: Block | None = None
+
+    def offer(self, cost: Any, whole: tuple[int, int], part: tuple[int, int], block: Block) -> None:
+        if cost > self.cost:
+            return
+        if cost == self.cost:
+            cover = _F(whole[0] * whole[1]) / _F(
+                max(min(whole[0], part[0]) * min(whole[1], part[1]), 1)
+            )
+            if not (cover <= self.cover and block.ofm[0] <= 4 and block.ofm[1] <= 4):
+                return
+            self.cover = cover
+        else:
+            self.cover = _F(np.inf)
+        self.cost = cost
+        self.block = block
+
+
 @lru_cache(maxsize=4096)
 def find_block(
     accel: str,
@@ -120,7 +167,7 @@ def find_block(
     convolution or fully-connected layer; ``depthwise``; ``pool``) with these IFM / OFM
     shapes (H, W, C) and kernel (H, W); None when no block fits."""
     cfg = ACCEL_CONFIGS[accel]
-    uh, uw, ud = cfg.ofm_ublock
+    uh, uw, _ = cfg.ofm_ublock
     equal_depth = kind in ("depthwise", "pool")
     kh, kw = kernel
     sy, sx = stride
@@ -129,58 +176,35 @@ def find_block(
     ifm_repeats = _div_up(dkw, _SUBKERNEL_MAX) * _div_up(dkh, _SUBKERNEL_MAX)
     ifm_block_depth = _ceil_to(min(ifm[2], 16 if part else 32), cfg.ifm_ublock[2])
     weight_wh = kh * kw if kind != "pool" else 0
-    space = tuple(
-        _ceil_to(min(o, m), u) for o, m, u in zip(ofm, _OFM_BLOCK_MAX, cfg.ofm_ublock, strict=True)
-    )
     ofm_elements = ofm[0] * ofm[1] * ofm[2]
     ifm_elements = ifm[0] * ifm[1] * ifm[2]
     oh, ow, od = (_F(v) for v in ofm)
-    best_cost = _F(np.inf)
-    best_cover = _F(np.inf)
-    best: Block | None = None
+    best = _Best()
     wont_fit: set[tuple[int, int]] = set()
-    depth = max(ud, min(space[2], _OFM_SPLIT_DEPTH))
-    if depth < ofm[2]:
-        depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
-    while depth <= space[2]:
-        for height in range(uh, space[0] + 1, uh):
-            for width in range(uw, space[1] + 1, uw):
-                if (height, width) in wont_fit:
-                    continue
-                ih = _ifm_extent(height, sy, dkh, uh)
-                iw = _ifm_extent(width, sx, dkw, uw)
-                ib = (ih, iw, depth if equal_depth else ifm_block_depth)
-                # FitBlockForOFM: the 256/512-MAC Conv1D case
-                fh = min(height, ofm[0]) if (ofm[0] == 1 and kh == 1 and uh == 2) else height
-                if not _fits(cfg, (fh, width, depth), ib):
-                    wont_fit.add((height, width))
-                    continue
-                full_wh = _div_up(ofm[0], fh) * _div_up(ofm[1], width)
-                bx, by, bz = ow / _F(width), oh / _F(fh), od / _F(depth)
-                weight_fetch = _F(weight_wh * ifm[2] * full_wh)
-                if not equal_depth:
-                    weight_fetch = weight_fetch * (bz * _F(depth))
-                ifm_fetch = _F(ih * iw * ifm[2] * ifm_repeats) * bx * by
-                if not equal_depth:
-                    ifm_fetch = ifm_fetch * _F(_div_up(ofm[2], depth))
-                cost = (ifm_fetch + weight_fetch) / _F(ofm_elements)
-                if ifm_elements < ih * iw * ib[2] * 2:
-                    cost = cost / _F(2.0)
-                if cost > best_cost:
-                    continue
-                if cost == best_cost:
-                    cover = _F(ifm[0] * ifm[1]) / _F(max(min(ifm[0], ih) * min(ifm[1], iw), 1))
-                    if not (cover <= best_cover and height <= 4 and width <= 4):
-                        continue
-                    best_cover = cover
-                else:
-                    best_cover = _F(np.inf)
-                best_cost = cost
-                best = Block((height, width, depth), ib)
-        depth += ud
-        if depth < ofm[2]:
-            depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
-    return best
+    for height, width, depth in _candidates(cfg, ofm):
+        if (height, width) in wont_fit:
+            continue
+        ih = _ifm_extent(height, sy, dkh, uh)
+        iw = _ifm_extent(width, sx, dkw, uw)
+        ib = (ih, iw, depth if equal_depth else ifm_block_depth)
+        # FitBlockForOFM: the 256/512-MAC Conv1D case
+        fh = min(height, ofm[0]) if (ofm[0] == 1 and kh == 1 and uh == 2) else height
+        if not _fits(cfg, (fh, width, depth), ib):
+            wont_fit.add((height, width))
+            continue
+        full_wh = _div_up(ofm[0], fh) * _div_up(ofm[1], width)
+        bx, by, bz = ow / _F(width), oh / _F(fh), od / _F(depth)
+        weight_fetch = _F(weight_wh * ifm[2] * full_wh)
+        if not equal_depth:
+            weight_fetch = weight_fetch * (bz * _F(depth))
+        ifm_fetch = _F(ih * iw * ifm[2] * ifm_repeats) * bx * by
+        if not equal_depth:
+            ifm_fetch = ifm_fetch * _F(_div_up(ofm[2], depth))
+        cost = (ifm_fetch + weight_fetch) / _F(ofm_elements)
+        if ifm_elements < ih * iw * ib[2] * 2:
+            cost = cost / _F(2.0)
+        best.offer(cost, (ifm[0], ifm[1]), (ih, iw), Block((height, width, depth), ib))
+    return best.block
 
 
 def ifm_read_elements(
@@ -299,47 +323,21 @@ def elementwise_block(accel: str, ofm: tuple[int, int, int], binary: bool = True
     cfg = ACCEL_CONFIGS.get(accel)
     if cfg is None or min(ofm) <= 0:
         return None
-    uh, uw, ud = cfg.ofm_ublock
     granule = _GRANULE_IFM8_EW[accel]
     lut_banks = 2 if cfg.shram_banks > 16 else 0
-    space = tuple(
-        _ceil_to(min(o, m), u) for o, m, u in zip(ofm, _OFM_BLOCK_MAX, cfg.ofm_ublock, strict=True)
-    )
     ofm_elements = _F(ofm[0] * ofm[1] * ofm[2])
-    best_cost, best_cover = _F(np.inf), _F(np.inf)
-    best: Block | None = None
-    depth = max(ud, min(space[2], _OFM_SPLIT_DEPTH))
-    if depth < ofm[2]:
-        depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
-    while depth <= space[2]:
-        for height in range(uh, space[0] + 1, uh):
-            for width in range(uw, space[1] + 1, uw):
-                ifm_bytes = height * width * _ceil_to(depth, 8)
-                banks = _ceil_to(_div_up(ifm_bytes, _BANK_BYTES) * 2, granule)
-                if _RESERVED_OUTPUT_BANKS + banks * (2 if binary else 1) > (
-                    cfg.shram_banks - lut_banks
-                ):
-                    continue
-                cost = ofm_elements / _F(height * width * depth)
-                if ofm[0] * ofm[1] * ofm[2] < height * width * depth * 2:
-                    cost = cost / _F(2.0)
-                if cost > best_cost:
-                    continue
-                if cost == best_cost:
-                    cover = _F(ofm[0] * ofm[1]) / _F(
-                        max(min(ofm[0], height) * min(ofm[1], width), 1)
-                    )
-                    if not (cover <= best_cover and height <= 4 and width <= 4):
-                        continue
-                    best_cover = cover
-                else:
-                    best_cover = _F(np.inf)
-                best_cost = cost
-                best = Block((height, width, depth), (height, width, depth))
-        depth += ud
-        if depth < ofm[2]:
-            depth = _ceil_to(depth, _OFM_SPLIT_DEPTH)
-    return best
+    best = _Best()
+    for height, width, depth in _candidates(cfg, ofm):
+        ifm_bytes = height * width * _ceil_to(depth, 8)
+        banks = _ceil_to(_div_up(ifm_bytes, _BANK_BYTES) * 2, granule)
+        if _RESERVED_OUTPUT_BANKS + banks * (2 if binary else 1) > cfg.shram_banks - lut_banks:
+            continue
+        cost = ofm_elements / _F(height * width * depth)
+        if ofm[0] * ofm[1] * ofm[2] < height * width * depth * 2:
+            cost = cost / _F(2.0)
+        block = (height, width, depth)
+        best.offer(cost, (ofm[0], ofm[1]), (height, width), Block(block, block))
+    return best.block
 
 
 def memory_transfer_factor(

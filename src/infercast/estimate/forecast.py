@@ -77,7 +77,7 @@ from infercast.estimate.work import (
 from infercast.ir.graph import Graph, Node
 from infercast.ir.labels import BOUNDS, Bound, Placement
 from infercast.targets.placement import PlacementReport, device_graph, place
-from infercast.targets.schema import Target
+from infercast.targets.schema import Calibration, Target
 
 __all__ = [
     "BOUNDS",
@@ -319,16 +319,20 @@ def _slot(key: str) -> tuple[str, Any]:
     )
 
 
+def calibration_chain(target: Target) -> list[Calibration]:
+    """The ``calibration`` tables a target reads: its ``values_from`` target's chain first,
+    its own last (what a later one states wins)."""
+    cal = target.calibration
+    if not cal.values_from:
+        return [cal]
+    from infercast.targets.loader import load_target
+
+    return [*calibration_chain(load_target(cal.values_from)), cal]
+
+
 def fitted_values(target: Target) -> dict[str, float]:
     """The target's ``calibration.values``, over those of ``calibration.values_from``."""
-    cal = target.calibration
-    out: dict[str, float] = {}
-    if cal.values_from:
-        from infercast.targets.loader import load_target
-
-        out.update(fitted_values(load_target(cal.values_from)))
-    out.update(cal.values)
-    return out
+    return {k: v for cal in calibration_chain(target) for k, v in cal.values.items()}
 
 
 # --------------------------------------------------------------------------- #
@@ -626,29 +630,15 @@ def coverage(forecasts: Sequence[Forecast]) -> tuple[str, ...]:
 def covered_kinds(target: Target) -> frozenset[str] | None:
     """The kinds the target's fitted rows (and its ``values_from`` target's) exercised;
     None when no target of the chain records them."""
-    cal = target.calibration
-    kinds = set(cal.covered)
-    recorded = bool(cal.covered)
-    if cal.values_from:
-        from infercast.targets.loader import load_target
-
-        inherited = covered_kinds(load_target(cal.values_from))
-        if inherited is not None:
-            kinds |= inherited
-            recorded = True
-    return frozenset(kinds) if recorded else None
+    chain = calibration_chain(target)
+    if not any(cal.covered for cal in chain):
+        return None
+    return frozenset(k for cal in chain for k in cal.covered)
 
 
 def outside_rows(target: Target) -> dict[str, float]:
     """Checked-only rows outside the evidence, the ``values_from`` target's first."""
-    cal = target.calibration
-    out: dict[str, float] = {}
-    if cal.values_from:
-        from infercast.targets.loader import load_target
-
-        out.update(outside_rows(load_target(cal.values_from)))
-    out.update(cal.outside_rows)
-    return out
+    return {k: v for cal in calibration_chain(target) for k, v in cal.outside_rows.items()}
 
 
 @dataclass(frozen=True)
