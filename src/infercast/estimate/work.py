@@ -263,6 +263,63 @@ def kpu_line_factor(width: int, channels: int, line: int) -> float:
     return (-(-channels // groups)) * row_len * line / (channels * width)
 
 
+def nn_interleave(tile_width: int, kernel_height: int, max_tile: int = 64) -> int:
+    """Rows a VeriSilicon NN core interleaves in one output tile (Mesa etnaviv_ml_nn.c
+    calc_interleave_mode): 8 / 4 / 2 for tiles at most 1/8, 1/4, 1/2 of ``max_tile`` wide,
+    capped at 2 unless the kernel's rows plus the tile pass (max_tile + 8) / 4."""
+    if kernel_height - 1 + tile_width > (max_tile + 8) // 2:
+        return 1
+    mode = 8
+    if tile_width > max_tile // 2:
+        mode = 1
+    elif tile_width > max_tile // 4:
+        mode = 2
+    elif tile_width > max_tile // 8:
+        mode = 4
+    if kernel_height - 1 + tile_width > (max_tile + 8) // 4:
+        return min(mode, 4)
+    return min(mode, 2)
+
+
+def nn_width_factor(width: int, kernel_height: int, max_tile: int) -> float:
+    """Pixel slots over pixels of an output row on a NN core with ``max_tile``-wide tiles:
+    a row wider than a tile takes ceil(width / max_tile) whole tiles, a narrower one fills
+    width x interleave of the tile's slots."""
+    if width <= 0:
+        return 1.0
+    if width > max_tile:
+        return -(-width // max_tile) * max_tile / width
+    used = width * nn_interleave(width, kernel_height, max_tile)
+    return max_tile / min(used, max_tile)
+
+
+def nn_core_factor(graph: Graph, node: Node, max_tile: int, strided: bool) -> float:
+    """ops_eff / ops of a conv / depthwise conv on a VeriSilicon NN core (tiles, strides).
+
+    Axes as the NN job sees a TFLite tensor: Mesa's teflon copies the NHWC dims unchanged
+    and etnaviv_ml_nn.c reads dims[1] (H) as the image's x size and the OHWI kernel's
+    dims[2] (KW) as its "weight_height", so the tiles run along the output's H."""
+    k = kernel_dims(_conv_weight(graph, node), _weight_layout(node))
+    kh = k.spatial[0] if k.spatial else 1
+    kw = k.spatial[-1] if k.spatial else 1
+    sy, sx = _pair(node.attrs.get("strides"))
+    out = graph.output_tensors(node)[0]
+    rows = activation_dims(out, graph.layout).spatial[0]
+    f = 1.0
+    first_pixel = False
+    if strided and max(sx, sy) > 1:
+        pointwise = kh == 1 and kw == 1
+        in_rows = activation_dims(graph.tensors[node.inputs[0]], graph.layout).spatial[0]
+        if pointwise or (node.op == "depthwise_conv" and not 2 < in_rows < 8):
+            first_pixel = True
+            f *= sx * sy
+        else:
+            f *= (-(-kh // sy)) * (-(-kw // sx)) * sx * sy / (kh * kw)
+    if max_tile:
+        f *= nn_width_factor(rows * (sy if first_pixel else 1), kw, max_tile)
+    return f
+
+
 def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
     """ops_eff / ops for the anchor ``node`` on ``unit`` (channel padding, line layout)."""
     u = target.units[unit]
@@ -282,6 +339,11 @@ def shape_factor(graph: Graph, node: Node, target: Target, unit: str) -> float:
                 width = d.spatial[-1] if d.spatial else 0
                 if width > 0 and d.channels:
                     f *= kpu_line_factor(width, d.channels, u.efficient_width_px)
+        if (u.nn_tile_width_px or u.nn_strided_lowering) and node.op in (
+            "conv",
+            "depthwise_conv",
+        ):
+            f *= nn_core_factor(graph, node, u.nn_tile_width_px, u.nn_strided_lowering)
     except (ShapeUnknownError, ValueError, IndexError, KeyError):
         return f
     return f

@@ -121,6 +121,14 @@ class ComputeUnit:
     """Line width of a unit that lays feature maps out in fixed lines (the K210 KPU: 64 px):
     narrow rows share a line with other channels' rows, wide ones take several lines, and
     the compute runs over the lines' pixel slots (nncase's ``get_kpu_row_layout``); 0: none."""
+    nn_tile_width_px: Count = 0
+    """VeriSilicon NN core: output tiles at most this many pixels wide (Mesa etnaviv_ml_nn.c,
+    MAX_TILE_WIDTH = 64), narrow tiles interleaving 2 / 4 / 8 rows by the kernel height
+    (calc_interleave_mode): a conv costs as if over the tiles' pixel slots; 0: no such effect."""
+    nn_strided_lowering: bool = False
+    """VeriSilicon NN core without native strides (Mesa etnaviv_ml_nn.c): a stride-2 depthwise
+    or 1x1 conv runs at stride 1 and keeps the first pixel of each 2x2 (4x the MACs), another
+    stride-2 conv runs space-to-depth (a ceil(k/2)^2 kernel over 4x the channels)."""
     reduction_half_depth: Ratio = 0.0
     """A conv / FC whose dot products are K long (input channels per group x kernel taps)
     runs at K / (K + this) of the efficiency (short dot products leave a GEMM kernel's
