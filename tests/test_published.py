@@ -774,3 +774,12 @@ def test_cli_validate_published(
     assert main(["validate", "--published", "-t", "t4-gpu"]) == 2
     assert "no published measurements" in capsys.readouterr().err
     assert main(["validate"]) == 2
+    # -t repeats with --published: each target's rows, one device summary each.
+    argv = ["validate", "--published", "-t", "k210-kpu", "-t", "imx8mp-npu-vx", "-f", "json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(d["target"] for d in doc["devices"]) == ["imx8mp-npu-vx", "k210-kpu"]
+    assert {r["row_id"].split("/")[0] for r in doc["rows"]} >= {"k210-micro", "imx8mp-vx"}
+    # Measuring here takes one target.
+    assert main(["validate", "x.tflite", "-t", "host", "-t", "rpi4-cpu"]) == 2
+    assert "one --target" in capsys.readouterr().err

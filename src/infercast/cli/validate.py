@@ -15,11 +15,12 @@ ModelsArg = Annotated[
     typer.Argument(help=".onnx (ONNX Runtime) / .tflite (LiteRT); not with --published."),
 ]
 ValidateTargetOpt = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--target",
         "-t",
-        help="A built-in target name or a .toml file (with --published: only its rows).",
+        help="A built-in target name or a .toml file (with --published: only its rows; "
+        "repeat -t for several targets).",
     ),
 ]
 ThreadsOpt = Annotated[
@@ -72,19 +73,28 @@ def validate(
             raise InfercastError("--published checks the shipped measurements: give no MODEL")
         _published(target, threads, build, fmt, output)
         return
-    if not models or target is None:
+    if not models or not target:
         raise InfercastError(
             "give MODEL... and --target (measure here), or --published",
             "e.g. infercast validate --published --target imx8mp-npu-vx",
         )
-    tgt = api.load_target(target)
+    if len(target) > 1:
+        raise InfercastError(
+            f"measuring here takes one --target, not {len(target)}",
+            "several targets are for --published; run validate once per target",
+        )
+    tgt = api.load_target(target[0])
     out = Output(output, [*models, tgt.path, *tgt.chain])
     v = api.validate(models, tgt, threads=threads, budget_s=budget)
     out.result(fmt, v.to_dict, lambda: rep.render_table(v), lambda: rep.to_csv(v))
 
 
 def _published(
-    target: str | None, threads: int | None, build: bool, fmt: Format, output: Path | None
+    targets: list[str] | None,
+    threads: int | None,
+    build: bool,
+    fmt: Format,
+    output: Path | None,
 ) -> None:
     from infercast.estimate.published.check import check_published
     from infercast.estimate.published.data import load_rows
@@ -92,11 +102,12 @@ def _published(
     from infercast.targets import load_target
 
     rows = load_rows()
-    names = None
+    names: list[str] | None = None
     inputs: list[str] = []
-    if target is not None:
+    for target in targets or []:
         tgt = load_target(target)
-        names, inputs = [tgt.name], [tgt.path, *tgt.chain]
+        names = [*(names or []), tgt.name]
+        inputs += [tgt.path, *tgt.chain]
         if not any(r.target == tgt.name for r in rows):
             known = ", ".join(sorted({r.target for r in rows}))
             raise InfercastError(
