@@ -520,6 +520,9 @@ class Forecast:
     unknown_layers: int = 0
     """Layers of the model (subgraphs included) whose cost is unknown (no cost rule, a
     shape not known statically): the forecast leaves their arithmetic out."""
+    outside: OutsideEvidence | None = None
+    """The part of the forecast in kernel kinds no fitted row of the target exercised
+    (:func:`outside_evidence`, computed once with the layers)."""
 
     @property
     def invoke_s(self) -> float:
@@ -548,11 +551,6 @@ class Forecast:
             return 0.0
         acc_weights = sum(w.weight_bytes for _, w in self.works if not w.on_fallback)
         return t.graph_compile_s + t.graph_compile_s_per_weight_byte * acc_weights
-
-    @property
-    def outside(self) -> OutsideEvidence | None:
-        """The part of the forecast in kernel kinds no fitted row of the target exercised."""
-        return outside_evidence(self.target, self.placement.graph, self.layers, self.latency_s)
 
     @property
     def complete(self) -> bool:
@@ -862,4 +860,5 @@ def assemble(
         params=p,
         placement=report,
         notes=tuple(all_notes),
+        outside=ev,
     )
