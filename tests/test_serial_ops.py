@@ -95,13 +95,13 @@ def test_fit_recovers_thread_efficiency_with_serial_ops(leaky: dict[str, Path]) 
     t = load_target("imx8mp-cpu")
     keys = [
         "units.cpu.efficiency.conv",
-        "units.cpu.efficiency.elementwise",
+        "units.cpu.efficiency.serial_elementwise",
         "units.cpu.thread_efficiency",
         "units.cpu.op_overhead_s",
     ]
     truth_values = {
         "units.cpu.efficiency.conv": 0.45,
-        "units.cpu.efficiency.elementwise": 0.02,
+        "units.cpu.efficiency.serial_elementwise": 0.02,
         "units.cpu.thread_efficiency": 0.75,
         "units.cpu.op_overhead_s": 4e-6,
     }
@@ -120,6 +120,35 @@ def test_fit_recovers_thread_efficiency_with_serial_ops(leaky: dict[str, Path]) 
     # the serial leaky ReLUs do not shrink.
     by = {s.name: s.measured_s for s in samples}
     assert by["int8/t1"] / by["int8/t4"] < by["fp32/t1"] / by["fp32/t4"]
+
+
+def test_serial_elementwise_has_its_own_efficiency(leaky: dict[str, Path]) -> None:
+    """A serial element-wise op (TFLite's scalar built-in kernel) reads
+    ``efficiency.serial_elementwise``, not the vectorised ``elementwise`` rate; where a target
+    states no such key it falls back to ``elementwise``."""
+    t = load_target("imx8mp-cpu")
+    fc = estimate(leaky["int8"], t, threads=1)
+    serial = [w for _, w in fc.works if w.serial]
+    assert len(serial) == 2
+    assert all(w.efficiency_class == "serial_elementwise" for w in serial)
+    p = fc.params
+    eff = p.efficiency
+    assert ("cpu", "serial_elementwise") in eff
+    assert eff[("cpu", "serial_elementwise")] != eff[("cpu", "elementwise")]
+    w = serial[0]
+    rate = p.rate("cpu", w.dtype, w.parallel)
+    assert kernel_time(w, p).compute_s == pytest.approx(
+        w.ops_eff / (rate * eff[("cpu", "serial_elementwise")])
+    )
+    # Without the key the same kernel costs at the element-wise rate.
+    bare = dataclasses.replace(
+        p, efficiency={k: v for k, v in eff.items() if k[1] != "serial_elementwise"}
+    )
+    assert kernel_time(w, bare).compute_s == pytest.approx(
+        w.ops_eff / (rate * eff[("cpu", "elementwise")])
+    )
+    # Every other kernel reads its own class.
+    assert all(not w.serial for _, w in estimate(leaky["fp32"], t).works)
 
 
 def test_serial_ops_must_be_a_list_of_strings(tmp_path: Path) -> None:

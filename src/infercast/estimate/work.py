@@ -46,7 +46,11 @@ _FAMILY_CLASS = {
     "recurrent": "recurrent",
     "detection": "detection",
 }
-PARENT_CLASS = {"depthwise_conv_large": "depthwise_conv", "pointwise_conv": "conv"}
+PARENT_CLASS = {
+    "depthwise_conv_large": "depthwise_conv",
+    "pointwise_conv": "conv",
+    "serial_elementwise": "elementwise",
+}
 LARGE_DEPTHWISE_TAPS = 25
 """Depthwise kernels with more taps than this (7x7 and up) are their own class: XNNPACK's
 single-pass depthwise micro-kernels stop at 25 taps (5x5; google/XNNPACK src/f32-dwconv/,
@@ -124,6 +128,9 @@ class Work:
     gemm_rows: int = 0
     """Rows ``M`` of the GEMM a conv / FC is on the CPU (output pixels of a conv, batch
     rows of an FC; :func:`gemm_rows`); 0: not a GEMM or not known."""
+    serial: bool = False
+    """One of the unit's ``serial_ops``: a kernel the runtime runs outside its thread pool
+    (TFLite's built-in kernels the XNNPACK delegate does not take; :func:`is_serial`)."""
 
     @property
     def ops_eff(self) -> float:
@@ -132,8 +139,14 @@ class Work:
     @property
     def efficiency_class(self) -> str:
         """The efficiency key the kernel reads first: ``pointwise_conv`` for a pointwise
-        conv (falling back to ``conv`` where a target states none), else its class."""
-        return "pointwise_conv" if self.pointwise and self.op_class == "conv" else self.op_class
+        conv (falling back to ``conv`` where a target states none), ``serial_elementwise``
+        for an element-wise op the runtime runs outside its thread pool (falling back to
+        ``elementwise``: a scalar built-in kernel is not the vectorised one), else its class."""
+        if self.pointwise and self.op_class == "conv":
+            return "pointwise_conv"
+        if self.serial and self.op_class == "elementwise":
+            return "serial_elementwise"
+        return self.op_class
 
 
 # --------------------------------------------------------------------------- #
@@ -988,6 +1001,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     known = known and sizes_known
     cls = op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
+    serial = is_serial(target, lp.unit, dev, anchor)
     return Work(
         unit=lp.unit,
         op_class=cls,
@@ -1008,7 +1022,8 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         known=known,
         elided=len(members) == 1 and k.anchor in ctx.elided,
         per_channel=per_channel_weights(dev, anchor),
-        parallel=cls in PARALLEL_CLASSES and not is_serial(target, lp.unit, dev, anchor),
+        parallel=cls in PARALLEL_CLASSES and not serial,
+        serial=serial,
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
         refetch_bytes=refetch,
         separate_ports=_separate_ports(target, a_mem, w_mem),

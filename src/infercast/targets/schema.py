@@ -87,6 +87,7 @@ EfficiencyKey = Literal[
     "pointwise_conv",  # 1x1 / stride-1 / one-group conv (a plain GEMM): falls back to conv
     "linalg",
     "elementwise",
+    "serial_elementwise",  # an element-wise op in the unit's serial_ops: falls back to elementwise
     "pool",
     "movement",
     "normalization",
