@@ -408,3 +408,22 @@ def test_litert_runs_residual_adds_on_their_own_ort_fuses_them(keras_dir: Path) 
     assert len(o_adds) == 16
     fused = {i for k in kernels(onx) for i in k.members[1:]}
     assert set(o_adds) <= fused
+
+
+def test_estimate_says_when_the_model_does_not_fit(keras_dir: Path) -> None:
+    """ResNet50 int8 holds 25.6 M parameters (He et al. 2015), one byte each: more than the
+    K210's 6 MiB of main memory, which cannot stream the excess. The forecast still gives a
+    latency, with a note naming the memory and both sizes as the placement's own fit
+    reports them; MobileNet v1 (4.2 M parameters) fits (5.2 MiB of 6 MiB with its
+    activations) and gets no such note."""
+    big = estimate(keras_dir / "resnet50_int8.tflite", "k210-kpu")
+    fit = big.placement.fit["main_ram"]
+    assert fit.blocking and fit.required_bytes > 25_600_000
+    notes = [n for n in big.notes if n.startswith("does not fit")]
+    assert len(notes) == 1
+    assert "main_ram" in notes[0] and f"({fit.required_bytes} bytes)" in notes[0]
+    assert "6.0 MiB" in notes[0]
+    small = estimate(keras_dir / "mobilenet_v1_int8.tflite", "k210-kpu")
+    assert small.placement.fits
+    assert not any(n.startswith("does not fit") for n in small.notes)
+    assert all(not n.startswith("does not fit") for n in estimate(big.model, "imx8mp-cpu").notes)

@@ -813,6 +813,30 @@ def _calibration_note(target: Target, p: Params) -> str:
     )
 
 
+def _fit_notes(report: PlacementReport) -> list[str]:
+    """A note per memory the model does not fit and the device cannot stream from: the
+    forecast is then the time of a model that cannot load there as it is."""
+    mib = 1 << 20
+    uncertain = report.target.uncertain
+
+    def assumed(memory: str) -> str:
+        keys = (f"memories.{memory}.size_bytes", f"memories.{memory}", "memories")
+        return (
+            " (a size the target assumes: see its `uncertain`)"
+            if set(keys) & set(uncertain)
+            else ""
+        )
+
+    return [
+        f"does not fit: {f.memory} needs {f.required_bytes / mib:.1f} MiB "
+        f"({f.required_bytes} bytes), holds {f.capacity_bytes / mib:.1f} MiB"
+        f"{assumed(f.memory)}; the model cannot load there as it is and this latency assumes "
+        "it could (`infercast check` shows what takes the space)"
+        for f in report.fit.values()
+        if f.blocking
+    ]
+
+
 def assemble(
     target: Target,
     model: str,
@@ -823,7 +847,7 @@ def assemble(
 ) -> Forecast:
     """Turn kernels' work into per-layer results under parameters ``p``."""
     layers = _layers(report, works, p)
-    all_notes = [*notes, _calibration_note(target, p)]
+    all_notes = [*_fit_notes(report), *notes, _calibration_note(target, p)]
     latency = sum(ly.latency_s for ly in layers) + p.invoke_s
     ev = outside_evidence(target, report.graph, layers, latency)
     if ev is not None and ev.share >= OUTSIDE_SHARE:
