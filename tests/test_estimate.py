@@ -427,3 +427,32 @@ def test_estimate_says_when_the_model_does_not_fit(keras_dir: Path) -> None:
     assert small.placement.fits
     assert not any(n.startswith("does not fit") for n in small.notes)
     assert all(not n.startswith("does not fit") for n in estimate(big.model, "imx8mp-cpu").notes)
+
+
+def test_ethos_u_runs_residual_adds_as_their_own_operations(keras_dir: Path) -> None:
+    """Arm Vela runs each residual ADD of an int8 ResNet50 (16: 3 + 4 + 6 + 3 bottleneck
+    blocks, He et al. 2015) as its own elementwise Ethos-U operation, with its own cycles in
+    its per-layer report; the VX NPU target keeps the delegate's fusion into the conv."""
+    path = keras_dir / "resnet50_int8.tflite"
+
+    def residual_adds(fc: estimate.Forecast) -> dict[int, int]:
+        """Residual ADD layer -> the kernel it is costed in."""
+        g = fc.placement.graph
+        return {
+            ly.index: ly.kernel
+            for ly in fc.layers
+            if ly.op == "add"
+            and sum(1 for t in g.nodes[ly.index].inputs if t and not g.tensors[t].is_constant) == 2
+        }
+
+    u55 = estimate(path, "ethos-u55-128")
+    adds = residual_adds(u55)
+    assert len(adds) == 16
+    assert all(k == i for i, k in adds.items())  # each its own kernel
+    assert all(
+        ly.placement == "accelerator" and ly.op_class == "elementwise" and ly.latency_s > 0
+        for ly in u55.layers
+        if ly.index in adds
+    )
+    vx = residual_adds(estimate(path, "imx8mp-npu-vx"))
+    assert len(vx) == 16 and all(k != i for i, k in vx.items())  # folded into a conv

@@ -209,13 +209,17 @@ def _swish_mul(
     return mul.index if sorted(ins) == sorted([node.inputs[0], node.outputs[0]]) else None
 
 
-def _separate_residual(graph: Graph, processor: str) -> bool:
+def _separate_residual(graph: Graph, processor: str, accelerator_fuses: bool = True) -> bool:
     """LiteRT on a CPU runs a residual ``add`` as its own operator: the TFLite converter folds
     only the activation into the ADD, and XNNPACK fuses no ADD into a conv (its convolution
     operators take a bias and a clamp, google/XNNPACK ``include/xnnpack.h``). Its cost is
     then the add's own: measured per op (LiteRT, one thread, ResNet50 at 128 px), the 16
     residual ADDs take 0.71 ms of the 20.8 ms of ops (3 MB each at the 32x32 stage: 155 us).
-    ONNX Runtime fuses Conv+Add+Relu (``conv_add_act_fusion.cc``); accelerators keep theirs."""
+    ONNX Runtime fuses Conv+Add+Relu (``conv_add_act_fusion.cc``); an accelerator keeps its
+    fusion unless its target says it has none (``accelerator_fuses`` False: Arm Vela runs
+    each ADD as an elementwise Ethos-U operation)."""
+    if processor == "accelerator":
+        return not accelerator_fuses
     return graph.format == "tflite" and processor in ("", "cpu")
 
 
@@ -223,13 +227,15 @@ def kernels(
     graph: Graph,
     processor: Mapping[int, str] | None = None,
     transparent: set[int] | frozenset[int] = frozenset(),
+    accelerator_fuses_residual: bool = True,
 ) -> list[Kernel]:
     """Group the non-folded nodes of ``graph`` into kernels, in execution order.
 
     ``processor`` maps a node index to where it runs (``accelerator`` / ``cpu``);
     a group never spans two processors. ``transparent`` nodes (elided
     transposes) join the group they sit in without ending it. Every non-folded
-    node is in exactly one kernel.
+    node is in exactly one kernel. ``accelerator_fuses_residual`` False: a residual
+    ``add`` on the accelerator stays its own kernel (:func:`_separate_residual`).
     """
     proc = processor or {}
     nodes = {n.index: n for n in graph.nodes if not n.folded}
@@ -269,7 +275,9 @@ def kernels(
                 kind = follower_kind(graph, nxt, current)
                 if kind is None or (kind == "residual" and residual_used):
                     break
-                if kind == "residual" and _separate_residual(graph, proc.get(node.index, "")):
+                if kind == "residual" and _separate_residual(
+                    graph, proc.get(node.index, ""), accelerator_fuses_residual
+                ):
                     break
                 residual_used = residual_used or kind == "residual"
                 members.append(nxt.index)

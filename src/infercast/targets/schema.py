@@ -251,6 +251,10 @@ class Placement:
     """``multi``: every supported run is its own accelerator segment; ``single``: one only."""
     op_names: Literal["canonical", "tflite"] = "canonical"
     """``canonical`` (infercast's op names) or ``tflite`` (TFLite builtin names)."""
+    accelerator_fuses_residual: bool = True
+    """The accelerator's compiler folds a residual ``add`` of two feature maps into the conv
+    before it (one kernel); False: it runs the add as its own operation (Arm Vela on
+    Ethos-U: an elementwise NPU operation with its own cycles in ``--verbose-performance``)."""
 
 
 @dataclass(frozen=True)
