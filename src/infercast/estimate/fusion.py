@@ -18,8 +18,9 @@ fixed form that matches the CPU runtimes infercast measures:
     hard_sigmoid, swish, elu, prelu, gelu;
   - one residual ``add`` of another feature map (ONNX Runtime's Conv+Add+Relu
     fusion on the CPU provider); not for a TFLite model on a CPU, where LiteRT
-    runs the ADD (with its folded activation) as its own operator
-    (:func:`_separate_residual`).
+    runs the ADD (with its folded activation) as its own operator, nor on an
+    accelerator whose target says it keeps the ADD apart (Arm Vela on Ethos-U;
+    :func:`_separate_residual`).
 
 Transposes that cancel: converters that translate NHWC graphs to NCHW
 (tf2onnx) wrap every conv in a Transpose pair, and ONNX Runtime's transpose
