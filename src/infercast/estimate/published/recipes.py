@@ -517,6 +517,129 @@ def _r(name: str, build: Callable[..., Any], source: str = "", **kwargs: Any) ->
     RECIPES[name] = Recipe(name, build, kwargs, source)
 
 
+def _squeeze_excite(x: Any, reduced: int) -> Any:
+    """Squeeze-and-excite as tensorflow/tpu's MnasNet block has it: spatial mean (kept 1x1),
+    1x1 conv with bias to ``reduced`` ch + ReLU, 1x1 conv with bias back + sigmoid, times
+    ``x``."""
+    L = _k().layers
+    c = int(x.shape[-1])
+    s = L.GlobalAveragePooling2D(keepdims=True)(x)
+    s = L.Conv2D(reduced, 1, activation="relu")(s)
+    s = L.Conv2D(c, 1, activation="sigmoid")(s)
+    return L.Multiply()([x, s])
+
+
+def mnasnet_a1(size: int = 224, depth: float = 0.75) -> Any:
+    """MnasNet-A1 (Tan et al. 2019, Fig. 7) as tensorflow/tpu builds it
+    (``models/official/mnasnet/mnasnet_models.py`` ``mnasnet_a1`` block strings,
+    ``mnasnet_model.py`` ``MnasBlock`` / ``round_filters``), the model of the
+    ``cloud-tpu-checkpoints/mnasnet/mnasnet-a1-075`` SavedModel that NXP's eIQ zoo
+    (``tasks/vision/classification/MNasNet``) converts: ReLU everywhere; channels times
+    ``depth`` rounded to multiples of 8 (never down by more than 10 %), stem 3x3/2 of
+    round(32), head 1x1 of 1280 (not scaled), average pool, FC 1000, softmax; squeeze-excite
+    (ratio 0.25 of the block's *input* channels, ReLU / sigmoid) in the 40-, 112- and
+    160-channel stages; identity skip when stride 1 and channels equal (not in the first
+    block, ``noskip``). The SavedModel's ``classify`` signature (``mnasnet_main.py``
+    ``mnasnet_model_fn``) takes raw [0, 255] RGB, subtracts the ImageNet mean and divides by
+    the std in the graph, and outputs ``classes`` (ARG_MAX) and ``probabilities``; both are
+    kept. This builds 2.94 M params (2.91 M trainable) and 223.4 M MACs (448 M FLOPs) at
+    0.75 / 224; the tpu README's table says 2.9 M / 226.7 M Multi-Adds (1.5 % more: how it
+    counts the squeeze-excite and element-wise work is not stated), the eIQ README 2.9 M /
+    447 MOPS (2 ops per MAC)."""
+    import tensorflow as tf
+
+    k = _k()
+    L = k.layers
+    mean = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+    std = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+    def rf(c: int) -> int:
+        return _make_div(c * depth)
+
+    inp = _input((size, size, 3))
+    x = L.Lambda(lambda t: (t - mean) / std, output_shape=(size, size, 3))(inp)
+    x = _conv_bn(x, rf(32), 3, 2)
+    # (repeats, kernel, stride, expansion, in, out, se ratio) -- mnasnet_a1 block strings
+    for r, kk, s, e, ci, co, se in ((1, 3, 1, 1, 32, 16, 0.0), (2, 3, 2, 6, 16, 24, 0.0),
+                                    (3, 5, 2, 3, 24, 40, 0.25), (4, 3, 2, 6, 40, 80, 0.0),
+                                    (2, 3, 1, 6, 80, 112, 0.25), (3, 5, 2, 6, 112, 160, 0.25),
+                                    (1, 3, 1, 6, 160, 320, 0.0)):  # fmt: skip
+        cin, cout = rf(ci), rf(co)
+        for i in range(r):
+            y = _conv_bn(x, cin * e, 1) if e != 1 else x
+            y = _dw_bn(y, kk, s if i == 0 else 1)
+            if se:
+                y = _squeeze_excite(y, max(1, int(cin * se)))
+            y = _conv_bn(y, cout, 1, act=None)
+            if (s == 1 or i > 0) and cin == cout:  # the noskip first block has 24 -> 16 ch
+                y = L.Add()([x, y])
+            x, cin = y, cout
+    x = _conv_bn(x, 1280, 1)
+    x = L.GlobalAveragePooling2D()(x)
+    probs = L.Softmax()(L.Dense(1000)(x))
+    classes = L.Lambda(lambda t: tf.argmax(t, axis=-1), output_shape=())(probs)
+    return k.Model(inp, [classes, probs])
+
+
+def facenet512(size: int = 160, dimension: int = 512) -> Any:
+    """FaceNet512 as serengil/deepface builds it (``deepface/basemodels/Facenet.py``
+    ``InceptionResNetV2(dimension=512)``, deepface 0.0.75 as the eIQ zoo's
+    ``tasks/vision/face-recognition/facenet512/requirements.txt`` pins it; despite the
+    name, Inception-ResNet-v1 of Szegedy et al. 2017, as in davidsandberg/facenet):
+    160x160 RGB; stem 3x3/2 32 valid, 3x3 32 valid, 3x3 64, max pool 3/2, 1x1 80, 3x3 192
+    valid, 3x3/2 256 valid; 5x Block35 (scale 0.17), Mixed_6a, 10x Block17 (0.1), Mixed_7a,
+    5x Block8 (0.2) and a last Block8 without ReLU (scale 1); average pool, FC 512 without
+    bias, batch norm (center only, as every BN there; the dropout before the FC is a no-op at
+    inference). Each residual branch's 1x1 up-projection has a bias and is multiplied by its
+    scale (``Lambda(scaling)``, which the converter folds into that conv), then added and
+    ReLU'd.
+    This builds 23,497,424 params (Keras' count, batch-norm statistics included) and
+    1.418 G MACs (2.838 G FLOPs); the eIQ README says 23,497,424 params and 2.84 GOPS."""
+    k = _k()
+    L = k.layers
+    valid = "valid"
+
+    def cv(x: Any, c: int, kk: Any, s: int = 1, pad: str = "same") -> Any:
+        x = L.Conv2D(c, kk, strides=s, padding=pad, use_bias=False)(x)
+        return L.ReLU()(L.BatchNormalization(momentum=0.995, epsilon=1e-3, scale=False)(x))
+
+    def residual(x: Any, branches: list[Any], scale: float, relu: bool = True) -> Any:
+        up = L.Conv2D(int(x.shape[-1]), 1, use_bias=True)(L.Concatenate()(branches))
+        up = L.Lambda(lambda t, s=scale: t * s, output_shape=tuple(up.shape[1:]))(up)
+        x = L.Add()([x, up])
+        return L.ReLU()(x) if relu else x
+
+    inp = _input((size, size, 3))
+    x = cv(inp, 32, 3, 2, valid)
+    x = cv(x, 32, 3, 1, valid)
+    x = cv(x, 64, 3)
+    x = L.MaxPooling2D(3, 2)(x)
+    x = cv(x, 80, 1, 1, valid)
+    x = cv(x, 192, 3, 1, valid)
+    x = cv(x, 256, 3, 2, valid)
+    for _ in range(5):  # Block35
+        x = residual(x, [cv(x, 32, 1), cv(cv(x, 32, 1), 32, 3),
+                         cv(cv(cv(x, 32, 1), 32, 3), 32, 3)], 0.17)  # fmt: skip
+    x = L.Concatenate()([  # Mixed_6a
+        cv(x, 384, 3, 2, valid), cv(cv(cv(x, 192, 1), 192, 3), 256, 3, 2, valid),
+        L.MaxPooling2D(3, 2)(x),
+    ])  # fmt: skip
+    for _ in range(10):  # Block17
+        x = residual(x, [cv(x, 128, 1), cv(cv(cv(x, 128, 1), 128, (1, 7)), 128, (7, 1))], 0.1)
+    x = L.Concatenate()([  # Mixed_7a
+        cv(cv(x, 256, 1), 384, 3, 2, valid), cv(cv(x, 256, 1), 256, 3, 2, valid),
+        cv(cv(cv(x, 256, 1), 256, 3), 256, 3, 2, valid), L.MaxPooling2D(3, 2)(x),
+    ])  # fmt: skip
+    for i in range(6):  # Block8
+        last = i == 5
+        x = residual(x, [cv(x, 192, 1), cv(cv(cv(x, 192, 1), 192, (1, 3)), 192, (3, 1))],
+                     1.0 if last else 0.2, relu=not last)  # fmt: skip
+    x = L.GlobalAveragePooling2D()(x)
+    x = L.Dense(dimension, use_bias=False)(x)
+    x = L.BatchNormalization(momentum=0.995, epsilon=1e-3, scale=False)(x)
+    return k.Model(inp, x)
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -556,6 +679,8 @@ _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
 _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
+_r("mnasnet_a1_075_224", mnasnet_a1)
+_r("facenet512_160", facenet512)
 VELA_SET = (
     "mobilenet_v1_224",
     "mobilenet_v1_a025_128",
