@@ -638,6 +638,108 @@ def facenet512(size: int = 160, dimension: int = 512) -> Any:
     x = L.Dense(dimension, use_bias=False)(x)
     x = L.BatchNormalization(momentum=0.995, epsilon=1e-3, scale=False)(x)
     return k.Model(inp, x)
+_MNV2_TABLE = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+               (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
+"""MobileNetV2 Table 2 (expansion, channels, repeats, stride) after the 32-ch stem."""
+
+
+def ssdlite_mnv2(size: int = 300, classes: int = 91) -> Any:
+    """SSDLite MobileNetV2 as TF1's Object Detection API builds ``ssdlite_mobilenet_v2_coco``
+    (tensorflow/models research/object_detection: ``models/ssd_mobilenet_v2_feature_extractor.py``,
+    ``models/feature_map_generators.py`` multi_resolution_feature_maps,
+    ``predictors/heads/{box,class}_head.py`` with ``use_depthwise``), the graph NXP's eIQ zoo
+    converts (NXP/eiq-model-zoo@58c2b002
+    tasks/vision/object-detection/ssdlite-mobilenetv2/recipe.sh: the 2018_05_09 saved model
+    pruned from ``FeatureExtractor/MobilenetV2/MobilenetV2/input`` to ``concat`` /
+    ``concat_1``, i.e. no preprocessing, no anchor decoding, no sigmoid, no
+    TFLite_Detection_PostProcess). MobileNetV2 1.0 with SAME padding (slim); feature maps:
+    the expansion output of layer 15 (19x19x576), layer 19 (the 1x1 to 1280, 10x10), then
+    four SSDLite layers of 512/256/256/128 (1x1 to half depth, 3x3/2 depthwise, 1x1; BN,
+    ReLU6). Each map has its own box and class heads: a 3x3 depthwise conv (BN, ReLU6) then a
+    1x1 conv with bias to anchors x 4 and anchors x 91; 3 anchors in the first map, 6 in the
+    others (1917 boxes), reshaped to (1, 1917, 1, 4) and (1, 1917, 91) and concatenated.
+
+    This builds 4.50 M params (Keras, trainable; 4.48 M in the int8 file, BN folded) and
+    0.750 G MACs (``infercast analyze``: 1.50 G FLOPs); the eIQ README says 4.3 M params and
+    "1.5 G FLOPS". 4.3 M is the MobileNetV2 paper's SSDLite figure (Table 6: 4.3 M, 0.8 B
+    MAdds); the zoo model's 91-class heads hold 0.16 M more weights than 81 classes would."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, layer, feats = 32, 2, []
+    for t, c, n, s in _MNV2_TABLE:
+        for i in range(n):
+            si = s if i == 0 else 1
+            if layer == 15:  # its expansion output is the first feature map
+                y = _conv_bn(x, cin * t, 1, act="relu6")
+                feats.append(y)
+                x = _conv_bn(_dw_bn(y, 3, si, act="relu6"), c, 1, act=None)
+            else:
+                x = _inverted_residual(x, cin, c, t, 3, si)
+            cin, layer = c, layer + 1
+    x = _conv_bn(x, 1280, 1, act="relu6")
+    feats.append(x)
+    for d in (512, 256, 256, 128):
+        x = _conv_bn(x, d // 2, 1, act="relu6")
+        x = _conv_bn(_dw_bn(x, 3, 2, act="relu6"), d, 1, act="relu6")
+        feats.append(x)
+    boxes, scores = [], []
+    for i, f in enumerate(feats):
+        a = 3 if i == 0 else 6
+        boxes.append(L.Reshape((-1, 1, 4))(L.Conv2D(a * 4, 1)(_dw_bn(f, act="relu6"))))
+        scores.append(L.Reshape((-1, classes))(L.Conv2D(a * classes, 1)(_dw_bn(f, act="relu6"))))
+    return k.Model(inp, [L.Concatenate(axis=1)(boxes), L.Concatenate(axis=1)(scores)])
+
+
+def centernet_mnv2_fpn(size: int = 512, classes: int = 90) -> Any:
+    """CenterNet MobileNetV2-FPN as the TF2 Object Detection API builds
+    ``centernet_mobilenetv2fpn_512x512_coco17_od`` (tensorflow/models research/object_detection:
+    ``models/center_net_mobilenet_v2_fpn_feature_extractor.py``,
+    ``models/keras_models/mobilenet_v2.py``, ``meta_architectures/center_net_meta_arch.py``
+    make_prediction_net), exported the way NXP's eIQ zoo does (NXP/eiq-model-zoo@58c2b002
+    tasks/vision/object-detection/centernet/recipe.sh + centernet.patch: 512x512 fixed
+    resizer, ``use_separable_conv: true``, the post-processing removed, outputs the raw
+    heads plus the extracted features and the preprocessed image).
+
+    Keras MobileNetV2 1.0 (SAME padding, the OD API's layer override), its preprocessing
+    x / 127.5 - 1 in the graph; FPN on block_2_add / block_5_add / block_9_add / out_relu
+    (1280 ch, 16x16): a 1x1 conv to 64, then three times nearest 2x upsampling + a 1x1 conv
+    of the skip (64 / 32 / 24) + add, a 3x3 separable conv (to 32 / 24 / 24), BN, ReLU ->
+    128x128x24. Three heads (object centre: 90 classes, box scale: 2, box offset: 2): a 3x3
+    separable conv to 256, ReLU, a 1x1 conv; separable because the zoo's CenterNet
+    MobileNetV2-FPN configs set ``use_depthwise: true`` (the kpts sibling's pipeline.config,
+    as public copies quote it; the od one ships only in the tarball -- the parameter count
+    below agrees with separable heads, plain
+    3x3 heads would give 2.51 M params and 4.7 G MACs). The nearest 2x upsampling is a
+    ``Resizing`` layer: Keras 3's ``UpSampling2D`` converts to TILE / RESHAPE, the Keras 2.13
+    of the eIQ recipe's (``requirements.txt``) to RESIZE_NEAREST_NEIGHBOR, as here.
+
+    This builds 2.36 M params (Keras, trainable; 2.34 M in the int8 file, BN folded) and
+    2.33 G MACs (``infercast analyze``: 4.67 G FLOPs); the eIQ README says 2.36 M params
+    and "4.72 G FLOPS"."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    pre = L.Rescaling(1.0 / 127.5, offset=-1.0)(inp)
+    x = _conv_bn(pre, 32, 3, 2, act="relu6")
+    cin, block, skips = 32, 0, []
+    for t, c, n, s in _MNV2_TABLE:
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, 3, s if i == 0 else 1)
+            if block in (2, 5, 9):
+                skips.append(x)
+            cin, block = c, block + 1
+    x = _conv_bn(x, 1280, 1, act="relu6")
+    td = L.Conv2D(64, 1)(x)
+    for skip, c, nxt in ((skips[2], 64, 32), (skips[1], 32, 24), (skips[0], 24, 24)):
+        td = L.Resizing(2 * td.shape[1], 2 * td.shape[2], interpolation="nearest")(td)
+        td = L.Add()([td, L.Conv2D(c, 1)(skip)])
+        td = L.SeparableConv2D(nxt, 3, padding="same")(td)
+        td = L.ReLU()(L.BatchNormalization()(td))
+    heads = [L.Conv2D(n, 1)(L.ReLU()(L.SeparableConv2D(256, 3, padding="same")(td)))
+             for n in (classes, 2, 2)]  # fmt: skip
+    return k.Model(inp, [pre, td, *heads[::-1]])
 
 
 _KA = "keras.applications (weights=None)"
@@ -681,6 +783,8 @@ _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
 _r("mnasnet_a1_075_224", mnasnet_a1)
 _r("facenet512_160", facenet512)
+_r("ssdlite_mnv2_300", ssdlite_mnv2)
+_r("centernet_mnv2_fpn_512", centernet_mnv2_fpn)
 VELA_SET = (
     "mobilenet_v1_224",
     "mobilenet_v1_a025_128",
