@@ -61,9 +61,10 @@ def _input(shape: tuple[int, ...]) -> Any:
 
 
 def _conv_bn(x: Any, filters: int, k: int | tuple[int, int], s: int = 1, act: str | None = "relu",
-             dilation: int = 1, bn: bool = True, bias: bool = False) -> Any:  # fmt: skip
+             dilation: int = 1, bn: bool = True, bias: bool = False,
+             pad: str = "same") -> Any:  # fmt: skip
     L = _k().layers
-    x = L.Conv2D(filters, k, strides=s, padding="same", dilation_rate=dilation, use_bias=bias)(x)
+    x = L.Conv2D(filters, k, strides=s, padding=pad, dilation_rate=dilation, use_bias=bias)(x)
     if bn:
         x = L.BatchNormalization()(x)
     return _act(x, act)
@@ -638,6 +639,8 @@ def facenet512(size: int = 160, dimension: int = 512) -> Any:
     x = L.Dense(dimension, use_bias=False)(x)
     x = L.BatchNormalization(momentum=0.995, epsilon=1e-3, scale=False)(x)
     return k.Model(inp, x)
+
+
 _MNV2_TABLE = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
                (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
 """MobileNetV2 Table 2 (expansion, channels, repeats, stride) after the 32-ch stem."""
@@ -742,6 +745,199 @@ def centernet_mnv2_fpn(size: int = 512, classes: int = 90) -> Any:
     return k.Model(inp, [pre, td, *heads[::-1]])
 
 
+def _silu_conv(x: Any, filters: int, k: int, s: int = 1) -> Any:
+    """ultralytics ``Conv`` (conv + BN + SiLU) as onnx2tf writes it: the ONNX pads of a
+    stride-1 conv equal TF's SAME; a stride-2 3x3 conv gets an explicit PAD and a VALID conv
+    (PyTorch pads 1 on both sides, SAME would pad 0/1); SiLU is ONNX Sigmoid * x, i.e.
+    LOGISTIC + MUL."""
+    L = _k().layers
+    if s > 1:
+        x = L.ZeroPadding2D(k // 2)(x)
+    x = _conv_bn(x, filters, k, s, act=None, pad="valid" if s > 1 else "same")
+    return L.Multiply()([x, L.Activation("sigmoid")(x)])
+
+
+def _split(x: Any, sizes: list[int]) -> list[Any]:
+    """``tf.split`` along channels, as the converters write an ONNX Split (``chunk`` /
+    ``split``): SPLIT for equal parts, SPLIT_V otherwise."""
+    import tensorflow as tf
+
+    L = _k().layers
+    h, w = (int(d) for d in x.shape[1:3])
+    shapes = [(h, w, c) for c in sizes]
+    parts: int | list[int] = len(sizes) if len(set(sizes)) == 1 else sizes
+    out: list[Any] = L.Lambda(lambda t: tf.split(t, parts, axis=-1), output_shape=shapes)(x)
+    return out
+
+
+def _c2f(x: Any, c2: int, n: int, shortcut: bool) -> Any:
+    """ultralytics ``C2f`` (e = 0.5): 1x1 conv to 2c, split in two, ``n`` bottlenecks (two 3x3
+    convs, residual add when ``shortcut``) chained on the second half, concat of all 2 + n
+    parts, 1x1 conv to c2."""
+    L = _k().layers
+    c = c2 // 2
+    ys = _split(_silu_conv(x, 2 * c, 1), [c, c])
+    for _ in range(n):
+        b = _silu_conv(_silu_conv(ys[-1], c, 3), c, 3)
+        ys.append(L.Add()([ys[-1], b]) if shortcut else b)
+    return _silu_conv(L.Concatenate()(ys), c2, 1)
+
+
+def yolov8n(size: int = 640, classes: int = 80) -> Any:
+    """YOLOv8n as ultralytics ``cfg/models/v8/yolov8.yaml`` defines it at scale n (depth 0.33,
+    width 0.25, max channels 1024), exported as NXP's eIQ zoo says
+    (NXP/eiq-model-zoo@58c2b002 ``tasks/vision/object-detection/yolov8/README.md``: DeGirum's
+    ultralytics fork, ``yolo export format=tflite int8 separate_outputs=True``).
+
+    That fork's exporter (DeGirum/ultralytics_yolov8 ``ultralytics/engine/exporter.py``,
+    2024) converts the ONNX file with onnx2tf, ``quant_type="per-tensor"``, int8 input and
+    output (``yolov8n_full_integer_quant.tflite``): per-tensor int8, ``int8pt`` here. With
+    ``separate_outputs`` the ``Detect`` head (``nn/modules/head.py``) returns the six raw
+    conv outputs, each permuted to NHWC and reshaped to (1, H*W, C): box distributions
+    (4 x reg_max 16 = 64 ch) and class logits (80 ch) for P3/P4/P5 -- no DFL softmax, no
+    sigmoid, no box decoding in the graph (the README's six outputs (1, 6400, 64) ...
+    (1, 400, 80)). Layers: ``Conv`` = conv + BN + SiLU; ``C2f`` (split, bottlenecks,
+    concat); ``SPPF`` (three chained 5x5 max pools); nearest 2x upsampling; ``Detect``
+    branches Conv 3x3, Conv 3x3, conv 1x1 with 64 (box) and 80 (class) channels.
+
+    This builds 3,151,888 parameters (BN folded) and 4.37 G MACs (8.82 GFLOPs) at 640
+    (``infercast analyze``); ultralytics' fused YOLOv8n has 3,151,904 (the 16 more are the
+    DFL's fixed 1x1 conv, not in this graph) and 8.7 GFLOPs (= 2 x MACs); the README says
+    3.2 M parameters and "8.7 MOPS" (the same figure, G meant)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _silu_conv(inp, 16, 3, 2)
+    x = _silu_conv(x, 32, 3, 2)
+    x = _c2f(x, 32, 1, True)
+    x = _silu_conv(x, 64, 3, 2)
+    p3 = x = _c2f(x, 64, 2, True)
+    x = _silu_conv(x, 128, 3, 2)
+    p4 = x = _c2f(x, 128, 2, True)
+    x = _silu_conv(x, 256, 3, 2)
+    x = _c2f(x, 256, 1, True)
+    # SPPF
+    y = [_silu_conv(x, 128, 1)]
+    for _ in range(3):
+        y.append(L.MaxPooling2D(5, 1, padding="same")(y[-1]))
+    p5 = _silu_conv(L.Concatenate()(y), 256, 1)
+
+    def up(t: Any) -> Any:
+        h, w = int(t.shape[1]), int(t.shape[2])
+        return L.Resizing(2 * h, 2 * w, interpolation="nearest")(t)
+
+    h4 = _c2f(L.Concatenate()([up(p5), p4]), 128, 1, False)
+    o3 = _c2f(L.Concatenate()([up(h4), p3]), 64, 1, False)
+    o4 = _c2f(L.Concatenate()([_silu_conv(o3, 64, 3, 2), h4]), 128, 1, False)
+    o5 = _c2f(L.Concatenate()([_silu_conv(o4, 128, 3, 2), p5]), 256, 1, False)
+    boxes, probs = [], []
+    for f in (o3, o4, o5):
+        hw = int(f.shape[1]) * int(f.shape[2])
+        b = L.Conv2D(64, 1)(_silu_conv(_silu_conv(f, 64, 3), 64, 3))
+        c = L.Conv2D(classes, 1)(_silu_conv(_silu_conv(f, 80, 3), 80, 3))
+        boxes.append(L.Reshape((hw, 64))(b))
+        probs.append(L.Reshape((hw, classes))(c))
+    return k.Model(inp, boxes + probs)
+
+
+def _pad_conv_bn(x: Any, filters: int, k: int, s: int = 1, act: str | None = "leaky:0.1",
+                 depthwise: bool = False) -> Any:  # fmt: skip
+    """A padded PyTorch conv (+ BN, act) as openvino2tensorflow writes it: any conv with
+    ONNX pads becomes ZeroPadding2D + a VALID conv (PAD + CONV_2D / DEPTHWISE_CONV_2D)."""
+    L = _k().layers
+    if k > 1:
+        x = L.ZeroPadding2D(k // 2)(x)
+    if depthwise:
+        x = L.DepthwiseConv2D(k, strides=s, padding="valid", use_bias=False)(x)
+        x = L.BatchNormalization()(x)
+        return _act(x, act)
+    return _conv_bn(x, filters, k, s, act=act, pad="valid")
+
+
+def _channel_shuffle(x: Any, groups: int = 2) -> Any:
+    """ShuffleNet's channel shuffle as openvino2tensorflow writes OpenVINO's ShuffleChannels
+    (which the Model Optimizer fuses from the ONNX Reshape-Transpose-Reshape): RESHAPE to
+    (1, H*W, groups, C/groups), TRANSPOSE (0, 1, 3, 2), RESHAPE back to (1, H, W, C)."""
+    L = _k().layers
+    h, w, c = (int(d) for d in x.shape[1:])
+    x = L.Reshape((h * w, groups, c // groups))(x)
+    x = L.Permute((1, 3, 2))(x)
+    return L.Reshape((h, w, c))(x)
+
+
+def _shufflev2_block(x: Any, cout: int, s: int) -> Any:
+    """ShuffleNetV2 unit (nanodet ``model/backbone/shufflenetv2.py``, LeakyReLU 0.1)."""
+    L = _k().layers
+    bf = cout // 2
+    if s == 1:
+        x1, x2 = _split(x, [bf, bf])
+    else:
+        x1 = _pad_conv_bn(x, 0, 3, s, act=None, depthwise=True)
+        x1 = _pad_conv_bn(x1, bf, 1)
+        x2 = x
+    x2 = _pad_conv_bn(x2, bf, 1)
+    x2 = _pad_conv_bn(x2, 0, 3, s, act=None, depthwise=True)
+    x2 = _pad_conv_bn(x2, bf, 1)
+    return _channel_shuffle(L.Concatenate()([x1, x2]))
+
+
+def nanodet_m_05x_stride32(size: int = 320, classes: int = 80) -> Any:
+    """NanoDet-m 0.5x as NXP's eIQ zoo ships it (NXP/eiq-model-zoo@58c2b002
+    ``tasks/vision/object-detection/nanodet-m/``: README, ``recipe.sh``, ``nanodet.patch``):
+    RangiLyu/nanodet@0f4d8f11 ``config/legacy_v0.x_configs/nanodet-m-0.5x.yml`` exported to
+    ONNX (opset 10) with NXP's patch that returns only the **last (stride-32) level** of the
+    head, so the two finer head levels are dead code and gone; then OpenVINO MO 2022.1 ->
+    openvino2tensorflow 1.31.6 -> TF 2.9 converter, full int8 with int8 input and output
+    (per-channel, the converter default).
+
+    Backbone ShuffleNetV2 0.5x (``model/backbone/shufflenetv2.py``: 3x3/2 conv 24 ch,
+    3x3/2 max pool, stages of 4/8/4 units with 48/96/192 ch, LeakyReLU 0.1, no conv5).
+    Neck: legacy PAN (``model/fpn/pan.py``): 1x1 lateral convs to 96 ch (bias, no BN or
+    activation), top-down 2x bilinear upsampling + add, bottom-up 0.5x bilinear
+    downsampling + add, no convs in the paths. Head (``model/head/nanodet_head.py``,
+    share_cls_reg): on the 10x10 map, two depthwise-separable modules (dw 3x3 + BN + leaky,
+    pw 1x1 96 + BN + leaky), a 1x1 conv to 80 + 4 x (reg_max 7 + 1) = 112 ch, split into
+    class scores (sigmoid) and box distributions: the README's outputs (10, 10, 80) and
+    (10, 10, 32). openvino2tensorflow writes every padded conv and the padded max pool as
+    ZeroPadding2D + VALID, the shuffle as a 4-D RESHAPE / TRANSPOSE / RESHAPE, LeakyReLU as
+    LEAKY_RELU, the bilinear resizes as RESIZE_BILINEAR. The converter used here folds the
+    stride-1 pads back into SAME convs (8 PADs remain: stem, max pool, the six stride-2
+    depthwise convs); TF 2.9's may have kept all 23 (small maps, at most 40x40x48).
+
+    This builds 204,136 parameters (BN folded) and 76.85 M MACs (160.7 M FLOPs with the
+    element-wise ops) at 320 (``infercast analyze``); the README states 204,179 parameters
+    and 158.069 MOPS, i.e. the trimmed stride-32 model (the full three-level one has about
+    72 k more parameters and 1.8x the MACs)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _pad_conv_bn(inp, 24, 3, 2)
+    x = L.ZeroPadding2D(1)(x)
+    x = L.MaxPooling2D(3, 2, padding="valid")(x)
+    feats = []
+    for cout, reps in ((48, 4), (96, 8), (192, 4)):
+        x = _shufflev2_block(x, cout, 2)
+        for _ in range(reps - 1):
+            x = _shufflev2_block(x, cout, 1)
+        feats.append(x)
+    lat = [L.Conv2D(96, 1)(f) for f in feats]
+
+    def resize(t: Any, f: float) -> Any:
+        h, w = int(t.shape[1]), int(t.shape[2])
+        return L.Resizing(int(h * f), int(w * f), interpolation="bilinear")(t)
+
+    lat[1] = L.Add()([lat[1], resize(lat[2], 2)])
+    lat[0] = L.Add()([lat[0], resize(lat[1], 2)])
+    lat[1] = L.Add()([lat[1], resize(lat[0], 0.5)])
+    y = L.Add()([lat[2], resize(lat[1], 0.5)])
+    for _ in range(2):
+        y = _pad_conv_bn(y, 0, 3, depthwise=True, act="leaky:0.1")
+        y = _pad_conv_bn(y, 96, 1)
+    out = L.Conv2D(classes + 32, 1)(y)
+    cls, reg = _split(out, [classes, 32])
+    return k.Model(inp, [L.Activation("sigmoid")(cls), reg])
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -785,6 +981,9 @@ _r("mnasnet_a1_075_224", mnasnet_a1)
 _r("facenet512_160", facenet512)
 _r("ssdlite_mnv2_300", ssdlite_mnv2)
 _r("centernet_mnv2_fpn_512", centernet_mnv2_fpn)
+_r("yolov8n_640", yolov8n, "NXP/eiq-model-zoo@58c2b002 yolov8 README (DeGirum fork)")
+_r("nanodet_m_05x_320_s32", nanodet_m_05x_stride32,
+   "NXP/eiq-model-zoo@58c2b002 nanodet-m recipe.sh + nanodet.patch (stride 32 only)")  # fmt: skip
 VELA_SET = (
     "mobilenet_v1_224",
     "mobilenet_v1_a025_128",
