@@ -25,7 +25,7 @@ from infercast.analysis.lifetimes import compute_lifetimes
 from infercast.frontends import load
 from infercast.frontends.onnx import canonical_name
 from infercast.frontends.tflite import canonical_op
-from infercast.ops.registry import get_handler, ops_where, registered_ops
+from infercast.ops.registry import argument_inputs, get_handler, ops_where, registered_ops
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import Craft, S
@@ -172,3 +172,44 @@ def test_ops_import_no_later_stage() -> None:
                 names = [a.name for a in node.names]
             bad += [f"{path.name}: {n}" for n in names if n.split(".")[:2][-1] in later]
     assert bad == []
+
+
+def test_split_arguments_follow_each_formats_input_order(
+    onnx_node_dir: Path, tmp_path: Path
+) -> None:
+    """TFLite SPLIT takes (axis, data), ONNX Split (data, sizes): only the axis / the sizes
+    are arguments. A run-time data input must not fail ``params_constant`` (the i.MX 8M
+    Plus VX delegate maps SPLIT: op_status.md; its target checks that rule) nor count as
+    a weight."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from infercast import analyze
+    from infercast.targets import load_target
+    from infercast.targets.placement import place
+
+    c = Craft()
+    x = c.tensor("x", (1, 8, 8, 16))
+    a = c.tensor("a", (1, 8, 8, 16))
+    c.add(x, x, a)
+    halves = [c.tensor(f"half{i}", (1, 8, 8, 8)) for i in range(2)]
+    c.split(a, halves, 3)
+    y = c.tensor("y", (1, 8, 8, 8))
+    c.add(*halves, y)
+    path = tmp_path / "split.tflite"
+    path.write_bytes(c.build([x], [y], "split"))
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    it.invoke()
+    assert it.get_output_details()[0]["shape"].tolist() == [1, 8, 8, 8]
+
+    report = place(load(path), load_target("imx8mp-npu-vx"))
+    split = next(lp for lp in report.layers if lp.native_op == "SPLIT")
+    assert split.placement != "cpu", split.reasons
+    node = next(n for n in load(path).nodes if n.native_op == "SPLIT")
+    assert argument_inputs(node, get_handler(node.op)) == {0}
+    assert not any(layer.weight_bytes for layer in analyze(path).layers)
+
+    # ONNX Split(input, split): the sizes, input 1, are the argument, the data is not.
+    onnx_path = onnx_node_dir / "test_split_variable_parts_2d_opset13" / "model.onnx"
+    node = next(n for n in load(onnx_path).nodes if n.native_op == "Split")
+    assert argument_inputs(node, get_handler(node.op)) == {1}

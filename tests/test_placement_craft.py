@@ -267,6 +267,13 @@ class Craft:
             S.StridedSliceOptionsT(),
         )
 
+    def split(self, x: int, outs: list[int], axis: int) -> None:
+        """TFLite SPLIT: the axis tensor is input 0, the data input 1 (split.cc)."""
+        a = self.const(f"axis{len(self.tensors)}", [axis])
+        o = S.SplitOptionsT()
+        o.numSplits = len(outs)
+        self.op("SPLIT", [a, x], outs, S.BuiltinOptions.SplitOptions, o)
+
     def pad(self, x: int, out: int, paddings: list[list[int]]) -> None:
         p = self.const(f"paddings{len(self.tensors)}", np.asarray(paddings, np.int32))
         self.op("PAD", [x, p], [out], S.BuiltinOptions.PadOptions, S.PadOptionsT())

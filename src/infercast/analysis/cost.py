@@ -30,7 +30,14 @@ from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Shape, Tensor
 from infercast.ir.labels import LayerStatus
 from infercast.ir.views import ShapeUnknownError
-from infercast.ops.registry import Handler, OpContext, OpCost, handler_table, is_weight
+from infercast.ops.registry import (
+    Handler,
+    OpContext,
+    OpCost,
+    argument_inputs,
+    handler_table,
+    is_weight,
+)
 
 MAX_CALL_DEPTH = 64
 """Deepest chain of subgraphs calling subgraphs analysed (deeper: a corrupt file)."""
@@ -122,7 +129,7 @@ _NO_VALUES: dict[str, Any] = {}
 def _weights(node: Node, ins: list[Tensor | None], handler: Handler | None) -> list[Tensor]:
     """The node's weight tensors, each once (by name), skipping the op's argument
     inputs: :func:`~infercast.ops.registry.weight_inputs` over tensors already looked up."""
-    args = handler.arg_inputs if handler else frozenset()
+    args = argument_inputs(node, handler)
     out: list[Tensor] = []
     names: list[str] = []
     for i, t in enumerate(ins):

@@ -32,7 +32,7 @@ from infercast.estimate.fusion import Kernel, elided_transposes, kernels
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
-from infercast.ops.registry import get_handler, relabels_input
+from infercast.ops.registry import argument_inputs, get_handler, relabels_input
 from infercast.targets.placement import LayerPlacement, PlacementReport
 from infercast.targets.schema import EFFICIENCY_KEYS, Memory, Target
 
@@ -221,8 +221,7 @@ def compute_dtype(graph: Graph, node: Node) -> DType | None:
 
 def weight_tensors(graph: Graph, node: Node) -> list[Tensor]:
     """Constant numeric inputs of ``node`` other than its argument inputs (axes, shapes)."""
-    h = get_handler(node.op)
-    args = h.arg_inputs if h else frozenset()
+    args = argument_inputs(node, get_handler(node.op))
     out: list[Tensor] = []
     for i, name in enumerate(node.inputs):
         if not name or i in args:

@@ -193,6 +193,27 @@ def register(
     return deco
 
 
+# Ops whose argument inputs stand at other positions in one file format than the
+# canonical handler says (the handler lists the union, for the formats it serves).
+NATIVE_ARG_INPUTS: dict[str, frozenset[int]] = {
+    # TFLite SPLIT(axis, input): the axis first (tensorflow/lite/kernels/split.cc, kAxisTensor 0,
+    # kInputTensor 1).
+    "SPLIT": frozenset({0}),
+    # ONNX Split(input, split): the sizes second (onnx/docs/Operators.md, Split-13).
+    "Split": frozenset({1}),
+}
+
+
+def argument_inputs(node: Node, handler: Handler | None) -> frozenset[int]:
+    """Input positions of ``node`` that are arguments (axes, shapes, sizes), never data or
+    parameters: the handler's ``arg_inputs``, unless the file's own operator orders its
+    inputs otherwise (:data:`NATIVE_ARG_INPUTS`)."""
+    native = NATIVE_ARG_INPUTS.get(node.native_op)
+    if native is not None:
+        return native
+    return handler.arg_inputs if handler else frozenset()
+
+
 _QUANT_STORAGE = {DType.INT8, DType.UINT8, DType.INT16, DType.INT4, DType.UINT4, DType.INT2}
 _WEIGHT_DTYPES = frozenset(d for d in DType if d.is_float or d in _QUANT_STORAGE)
 
@@ -210,7 +231,7 @@ def weight_inputs(graph: Graph, node: Node, handler: Handler | None = None) -> l
     (analysis/memory.py) and parameter caches (targets/placement.py)."""
     if handler is None:
         handler = get_handler(node.op)
-    args = handler.arg_inputs if handler else frozenset()
+    args = argument_inputs(node, handler)
     out = []
     seen: set[str] = set()
     for i, name in enumerate(node.inputs):

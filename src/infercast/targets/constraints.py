@@ -31,7 +31,7 @@ import numpy as np
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
-from infercast.ops.registry import Handler, get_handler
+from infercast.ops.registry import Handler, argument_inputs, get_handler
 
 
 class ValueUnknownError(Exception):
@@ -510,8 +510,7 @@ def batch_one(view: NodeView) -> Outcome:
 @constraint
 def params_constant(view: NodeView) -> Outcome:
     """Shape, axis and padding arguments must be constants (no dynamic shapes)"""
-    handler = view.handler
-    args = handler.arg_inputs if handler else frozenset()
+    args = argument_inputs(view.node, view.handler)
     bad = [
         t for i, t in enumerate(view.inputs) if t is not None and i in args and not t.is_constant
     ]
