@@ -517,6 +517,146 @@ def _r(name: str, build: Callable[..., Any], source: str = "", **kwargs: Any) ->
     RECIPES[name] = Recipe(name, build, kwargs, source)
 
 
+def _upsample2(x: Any, align_corners: bool = False) -> Any:
+    """Bilinear x2 upsampling: Keras ``UpSampling2D`` (RESIZE_BILINEAR, half-pixel centres,
+    PyTorch's ``align_corners=False``) or, with ``align_corners``, TensorFlow 1's
+    ``resize_bilinear(align_corners=True)`` (PyTorch's ``align_corners=True``)."""
+    import tensorflow as tf
+
+    L = _k().layers
+    if not align_corners:
+        return L.UpSampling2D(2, interpolation="bilinear")(x)
+    h, w, c = (int(d) for d in x.shape[1:])
+    return L.Lambda(
+        lambda t: tf.compat.v1.image.resize_bilinear(t, (2 * h, 2 * w), align_corners=True),
+        output_shape=(2 * h, 2 * w, c),
+    )(x)
+
+
+def movenet_lightning(size: int = 192) -> Any:
+    """MoveNet.SinglePose Lightning (TF Hub ``google/lite-model/movenet/singlepose/lightning/
+    tflite/int8/4``, the eIQ recipe's download), the network up to its CenterNet heads.
+
+    Model card (MoveNet.SinglePose Model Card, Google): a MobileNetV2 feature extractor, depth
+    multiplier 1.0 for Lightning, a Feature Pyramid Network decoder to stride 4, CenterNet
+    heads, custom post-processing. Layer by layer after lee-man/movenet-pytorch (a PyTorch
+    port that loads the weights of the TF Hub TFLite file, so its shapes are the file's):
+    ``movenet/models/mobilenetv2.py`` (torchvision MobileNetV2 1.0 ``features``, the 1x1
+    1280 conv included, BN folded), ``backbone_utils.py`` (FPN on features 3, 6, 10, 18:
+    24 @ 48x48, 32 @ 24, 64 @ 12, 1280 @ 6; lateral 1x1 convs to 24 / 32 / 64 / 64),
+    ``feature_pyramid_network.py`` (top-down: bilinear x2, ADD, then a separable conv
+    -- depthwise 3x3 + 1x1 + ReLU -- to 32, 24, 24 channels), ``movenet.py`` (four heads on
+    the 24 @ 48x48 map, each depthwise 3x3 + 1x1 to 96 + ReLU + 1x1: centre heatmap 1,
+    keypoint regression 34, keypoint heatmap 17, keypoint offsets 34; sigmoid on both
+    heatmaps).
+
+    Not rebuilt: the shipped file's post-processing after the heads (centre weighting,
+    ARG_MAX over the 48x48 maps, GATHER_ND of the regression and offsets, the distance
+    re-weighting of the keypoint heatmap, the [1, 1, 17, 3] float32 output), and its uint8
+    input with the (x / 127.5 - 1) normalisation; all of it works on 48x48 maps (< 0.1 % of
+    the MACs), but it is 65 of the file's 157 ops (tensorflow/tensorflow#53682 logs a GPU
+    delegate on this file: ARG_MAX, CAST uint8 -> float32, FLOOR_DIV, GATHER_ND, PACK,
+    UNPACK among 57 ops it cannot take), so an NPU runs it as a CPU tail the rebuild lacks.
+
+    This builds 2.32 M params / 0.27 G MACs at 192x192 (BN folded); the model card and the
+    eIQ README give neither ("FLOPS N/A", "Number of parameters N/A"), but the README's
+    int8 file size, 2.8 MB, is this rebuild's (2,790,120 B; the shipped file: 2.89 MB in
+    that issue's log)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, feats = 32, []
+    # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2; taps after blocks 3, 6, 10
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):  # fmt: skip
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, 3, s if i == 0 else 1)
+            cin = c
+            if (c, i) in ((24, 1), (32, 2), (64, 3)):
+                feats.append(x)
+    feats.append(_conv_bn(x, 1280, 1, act="relu6"))
+    top = _conv_bn(feats[3], 64, 1, act=None, bn=False, bias=True)
+    for f, lat, fused in ((feats[2], 64, 32), (feats[1], 32, 24), (feats[0], 24, 24)):
+        y = L.Add()([_conv_bn(f, lat, 1, act=None, bn=False, bias=True), _upsample2(top)])
+        y = L.DepthwiseConv2D(3, padding="same")(y)
+        top = _conv_bn(y, fused, 1, act="relu", bn=False, bias=True)
+    outs = []
+    for classes, sigmoid in ((1, True), (34, False), (17, True), (34, False)):
+        y = L.DepthwiseConv2D(3, padding="same")(top)
+        y = _conv_bn(y, 96, 1, act="relu", bn=False, bias=True)
+        y = _conv_bn(y, classes, 1, act="sigmoid" if sigmoid else None, bn=False, bias=True)
+        outs.append(y)
+    return k.Model(inp, outs)
+
+
+def midas_v21_small(size: int = 256) -> Any:
+    """MiDaS v2.1 small (``MidasNet_small``) at 256x256, as the TF Hub TFLite file
+    (``intel/lite-model/midas/v2_1_small/1/lite/1``) that NXP's eIQ recipe re-quantises
+    (tflite2tensorflow: TFLite -> TF -> int8 TFLite, float32 input and output). The Intel
+    file was converted from PyTorch straight to TensorFlow layers (isl-org/MiDaS issue #69:
+    a private converter, not ONNX), so it is NHWC without TRANSPOSEs.
+
+    Layer by layer after isl-org/MiDaS ``midas/midas_net_custom.py`` (features 64, expand,
+    non-negative output, ``align_corners=True``) and ``midas/blocks.py``:
+
+    * encoder ``_make_efficientnet_backbone(tf_efficientnet_lite3)``: EfficientNet-Lite3
+      (width 1.2, depth 1.4, stem 32 and first / last stage repeats fixed, ReLU6, no SE)
+      through its last stage, no 1280 head: taps 32 @ /4, 48 @ /8, 136 @ /16, 384 @ /32;
+    * ``_make_scratch([32, 48, 136, 384], 64, expand)``: 3x3 convs without bias to 64, 128,
+      256, 512;
+    * four ``FeatureFusionBlock_custom`` (``ResidualConvUnit_custom``: ReLU, 3x3, ReLU, 3x3,
+      ADD); the deepest has one input, so its first residual unit is never run and the
+      traced file lacks it; bilinear x2 (align_corners), 1x1 out conv halving the channels
+      (512 -> 256 -> 128 -> 64, the last 64 -> 64);
+    * output head: 3x3 64 -> 32, bilinear x2 (align_corners=False), 3x3 32 -> 32, ReLU,
+      1x1 32 -> 1, ReLU; squeezed to [1, 256, 256].
+
+    This builds 16.56 M params / 4.60 G MACs (9.19 G ops as 2 x MACs, 9.23 G with the
+    resizes and adds); the eIQ README says 9.214 GOPS and 17 MB int8 (this int8 file:
+    17.6 MB). MiDaS's published "21 M" counts the PyTorch module, whose unused first
+    residual unit of the deepest fusion block (2 x 3x3 512 -> 512 = 4.72 M; 16.56 + 4.72 =
+    21.3 M) the traced TFLite file does not hold. Not checked against the file: whether
+    Intel's converter wrote the stride-2 convs with an explicit PAD or as SAME, and whether
+    its fusion-block resizes kept ``align_corners`` (Vela runs those on the CPU, see the
+    ethos-u65 placement)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, feats = 32, []
+    # EfficientNet-B0 stages (expansion, kernel, stride, channels, repeats) scaled to Lite3
+    for t, kk, s, c, n in ((1, 3, 1, 24, 1), (6, 3, 2, 32, 3), (6, 5, 2, 48, 3), (6, 3, 2, 96, 5),
+                           (6, 5, 1, 136, 5), (6, 5, 2, 232, 6), (6, 3, 1, 384, 1)):  # fmt: skip
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, kk, s if i == 0 else 1)
+            cin = c
+        if c in (32, 48, 136, 384):
+            feats.append(x)
+    rn = [
+        _conv_bn(f, ch, 3, act=None, bn=False)
+        for f, ch in zip(feats, (64, 128, 256, 512), strict=True)
+    ]
+
+    def rcu(y: Any, ch: int) -> Any:
+        z = L.ReLU()(y)
+        z = _conv_bn(z, ch, 3, act="relu", bn=False, bias=True)
+        z = _conv_bn(z, ch, 3, act=None, bn=False, bias=True)
+        return L.Add()([z, y])
+
+    path = None
+    for f, ch in zip(reversed(rn), (512, 256, 128, 64), strict=True):
+        y = f if path is None else L.Add()([path, rcu(f, ch)])
+        y = _upsample2(rcu(y, ch), align_corners=True)
+        path = _conv_bn(y, max(ch // 2, 64), 1, act=None, bn=False, bias=True)
+    y = _conv_bn(path, 32, 3, act=None, bn=False, bias=True)
+    y = _upsample2(y)
+    y = _conv_bn(y, 32, 3, act="relu", bn=False, bias=True)
+    y = _conv_bn(y, 1, 1, act="relu", bn=False, bias=True)
+    y = L.Reshape((size, size))(y)
+    return k.Model(inp, y)
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -556,6 +696,8 @@ _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
 _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
+_r("movenet_lightning_192", movenet_lightning)
+_r("midas_v21_small_256", midas_v21_small)
 VELA_SET = (
     "mobilenet_v1_224",
     "mobilenet_v1_a025_128",
