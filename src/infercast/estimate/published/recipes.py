@@ -20,6 +20,11 @@ Quantisation variants (the ``quant`` column of the published data):
   dummy ranges: uint8 activations and per-tensor uint8 weights, the format of
   the TF-hosted ``*_quant.tflite`` models (quantisation-aware training).
 
+A model may set ``float_ops`` (TFLite op names): in the int8 variants those ops stay
+float32 between DEQUANTIZE and QUANTIZE and the output is float32, as in a shipped file
+with an in-graph float post-processing; a uint8 model input stays uint8 (calibrated with
+uint8 samples).
+
 TensorFlow is imported lazily: importing this module never needs it.
 """
 
@@ -535,7 +540,7 @@ def _upsample2(x: Any, align_corners: bool = False) -> Any:
 
 def movenet_lightning(size: int = 192) -> Any:
     """MoveNet.SinglePose Lightning (TF Hub ``google/lite-model/movenet/singlepose/lightning/
-    tflite/int8/4``, the eIQ recipe's download), the network up to its CenterNet heads.
+    tflite/int8/4``, the eIQ recipe's download), with its in-graph decode.
 
     Model card (MoveNet.SinglePose Model Card, Google): a MobileNetV2 feature extractor, depth
     multiplier 1.0 for Lightning, a Feature Pyramid Network decoder to stride 4, CenterNet
@@ -550,22 +555,30 @@ def movenet_lightning(size: int = 192) -> Any:
     keypoint regression 34, keypoint heatmap 17, keypoint offsets 34; sigmoid on both
     heatmaps).
 
-    Not rebuilt: the shipped file's post-processing after the heads (centre weighting,
-    ARG_MAX over the 48x48 maps, GATHER_ND of the regression and offsets, the distance
-    re-weighting of the keypoint heatmap, the [1, 1, 17, 3] float32 output), and its uint8
-    input with the (x / 127.5 - 1) normalisation; all of it works on 48x48 maps (< 0.1 % of
-    the MACs), but it is 65 of the file's 157 ops (tensorflow/tensorflow#53682 logs a GPU
-    delegate on this file: ARG_MAX, CAST uint8 -> float32, FLOOR_DIV, GATHER_ND, PACK,
-    UNPACK among 57 ops it cannot take), so an NPU runs it as a CPU tail the rebuild lacks.
+    With the shipped file's input and tail (``_movenet_decode``): uint8 [1, 192, 192, 3]
+    input, CAST to float32 and (x / 127.5 - 1) inside the graph (the port's ``forward``), and
+    the decode after the heads ending in a float32 [1, 1, 17, 3] output; DIV and SQRT have no
+    int8 kernel and stay float32 between DEQUANTIZE and QUANTIZE (``float_ops``, see
+    ``convert``). The int8 file holds 147 ops (CONV_2D 50, DEPTHWISE_CONV_2D 24, ADD 18,
+    RESHAPE 9, MUL 7, QUANTIZE 7, SUB 5, CAST 4, DEQUANTIZE 4, GATHER_ND 3, PACK 3,
+    RESIZE_BILINEAR 3, ARG_MAX 2, FLOOR_DIV 2, LOGISTIC 2, CONCATENATION 1, DIV 1, SQRT 1,
+    UNPACK 1); the shipped file holds 157 (tensorflow/tensorflow#53682, a GPU-delegate log
+    on this very file, which names no count per type, only the types it cannot take: ARG_MAX,
+    CAST, CONCATENATION, FLOOR_DIV, GATHER_ND, MUL, PACK, RESHAPE, SUB, UNPACK -- all in the
+    rebuild). Not known: the 10 ops this rebuild lacks, and which of the tail's ops the
+    shipped file keeps in float or int32 where the rebuild has int8.
 
-    This builds 2.32 M params / 0.27 G MACs at 192x192 (BN folded); the model card and the
-    eIQ README give neither ("FLOPS N/A", "Number of parameters N/A"), but the README's
-    int8 file size, 2.8 MB, is this rebuild's (2,790,120 B; the shipped file: 2.89 MB in
-    that issue's log)."""
+    This builds 2.32 M params / 0.27 G MACs at 192x192 (BN folded; the decode adds 0.01 M
+    constants and no MACs); the model card and the eIQ README give neither ("FLOPS N/A",
+    "Number of parameters N/A"), but the README's int8 file size, 2.8 MB, is this rebuild's
+    (2,806,400 B; the shipped file: 2.89 MB in that issue's log)."""
+    import tensorflow as tf
+
     k = _k()
     L = k.layers
-    inp = _input((size, size, 3))
-    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    inp = k.Input(shape=(size, size, 3), batch_size=1, name="input", dtype="uint8")
+    x = L.Lambda(lambda t: tf.cast(t, tf.float32) * (1.0 / 127.5) - 1.0)(inp)
+    x = _conv_bn(x, 32, 3, 2, act="relu6")
     cin, feats = 32, []
     # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2; taps after blocks 3, 6, 10
     for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
@@ -587,7 +600,47 @@ def movenet_lightning(size: int = 192) -> Any:
         y = _conv_bn(y, 96, 1, act="relu", bn=False, bias=True)
         y = _conv_bn(y, classes, 1, act="sigmoid" if sigmoid else None, bn=False, bias=True)
         outs.append(y)
-    return k.Model(inp, outs)
+    model = k.Model(inp, L.Lambda(_movenet_decode, output_shape=(1, 17, 3))(outs))
+    model.float_ops = ("DIV", "SQRT")  # float in the shipped file: see convert()
+    return model
+
+
+def _movenet_decode(heads: list[Any]) -> Any:
+    """MoveNet's single-pose decode on the four 48x48 head maps, as the TFLite file runs it
+    (lee-man/movenet-pytorch ``movenet/models/movenet.py`` ``forward``; the TensorFlow blog
+    "Next-Generation Pose Detection with MoveNet"): centre heatmap times a fixed
+    1 / (distance to the map centre + 1.8), ARG_MAX, FLOOR_DIV / MUL / SUB to (y, x);
+    GATHER_ND of the 34 regressions there, added to the centre; keypoint heatmaps divided by
+    (distance to each regressed keypoint + 1.8), ARG_MAX per keypoint, (y, x) again;
+    GATHER_ND of the offsets and of the heatmap scores at those cells; (cell + offset) / 48
+    and the score packed into [1, 1, 17, 3] float32."""
+    import numpy as np
+    import tensorflow as tf
+
+    centre, regress, heat, offset = heads
+    n = int(centre.shape[1])
+    yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
+    c = n / 2.0
+    w_centre = (1.0 / (np.sqrt((yy - c) ** 2 + (xx - c) ** 2) + 1.8))[None, :, :, None]
+    scores = tf.reshape(centre * tf.constant(w_centre), [1, n * n])
+    idx = tf.reshape(tf.argmax(scores, axis=1, output_type=tf.int32), [])
+    cy = tf.math.floordiv(idx, n)
+    cx = idx - cy * n
+    reg = tf.reshape(tf.gather_nd(tf.reshape(regress, [n, n, 34]), tf.stack([cy, cx])), [17, 2])
+    ry, rx = tf.unstack(reg, axis=1)
+    ky = ry + tf.cast(cy, tf.float32)
+    kx = rx + tf.cast(cx, tf.float32)
+    dy = tf.constant(yy[None, :, :, None]) - tf.reshape(ky, [1, 1, 1, 17])
+    dx = tf.constant(xx[None, :, :, None]) - tf.reshape(kx, [1, 1, 1, 17])
+    dist = tf.sqrt(dy * dy + dx * dx) + 1.8
+    kidx = tf.argmax(tf.reshape(heat / dist, [n * n, 17]), axis=0, output_type=tf.int32)
+    py = tf.math.floordiv(kidx, n)
+    px = kidx - py * n
+    cells = tf.stack([py, px, tf.range(17, dtype=tf.int32)], axis=1)
+    off = tf.gather_nd(tf.reshape(offset, [n, n, 17, 2]), cells)
+    conf = tf.gather_nd(tf.reshape(heat, [n, n, 17]), cells)
+    yx = (off + tf.cast(tf.stack([py, px], axis=1), tf.float32)) * (1.0 / n)
+    return tf.reshape(tf.concat([yx, tf.reshape(conf, [17, 1])], axis=1), [1, 1, 17, 3])
 
 
 def midas_v21_small(size: int = 256) -> Any:
@@ -728,11 +781,17 @@ def _representative(model: Any, n: int = 3) -> Callable[[], Iterator[list[Any]]]
     import numpy as np
 
     shapes = [tuple(int(d) for d in t.shape) for t in model.inputs]
+    dtypes = [str(getattr(t.dtype, "name", t.dtype)) for t in model.inputs]
+
+    def sample(rng: Any, s: tuple[int, ...], dt: str) -> Any:
+        if dt == "uint8":  # an image input the model normalises itself (movenet_lightning)
+            return rng.integers(0, 256, size=s).astype(np.uint8)
+        return rng.uniform(-1.0, 1.0, size=s).astype(np.float32)
 
     def gen() -> Iterator[list[Any]]:
         rng = np.random.default_rng(SEED)
         for _ in range(n):
-            yield [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in shapes]
+            yield [sample(rng, s, dt) for s, dt in zip(shapes, dtypes, strict=True)]
 
     return gen
 
@@ -775,6 +834,21 @@ def convert(model: Any, quant: str) -> bytes:
         if quant != "int8fio":
             c.inference_input_type = tf.int8
             c.inference_output_type = tf.int8
+        float_ops = getattr(model, "float_ops", ())
+        if float_ops:
+            # ops with no int8 kernel (the MLIR quantizer would write int8 DIV / SQRT that
+            # the runtime cannot run) stay float32 between DEQUANTIZE and QUANTIZE, as in
+            # the shipped file; the input keeps the model's own dtype, the output is float32
+            from tensorflow.lite.python.convert import mlir_quantize
+
+            c._experimental_calibrate_only = True
+            calibrated = c.convert()
+            q: bytes = mlir_quantize(
+                calibrated,
+                disable_per_channel=quant == "int8pt",
+                denylisted_ops=list(float_ops),
+            )
+            return q
         if quant == "int8pt":
             c._experimental_disable_per_channel = True
     elif quant != "fp32":
