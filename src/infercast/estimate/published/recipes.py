@@ -20,6 +20,11 @@ Quantisation variants (the ``quant`` column of the published data):
   dummy ranges: uint8 activations and per-tensor uint8 weights, the format of
   the TF-hosted ``*_quant.tflite`` models (quantisation-aware training).
 
+A model may set ``float_ops`` (TFLite op names): in the int8 variants those ops stay
+float32 between DEQUANTIZE and QUANTIZE and the output is float32, as in a shipped file
+with an in-graph float post-processing; a uint8 model input stays uint8 (calibrated with
+uint8 samples).
+
 TensorFlow is imported lazily: importing this module never needs it.
 """
 
@@ -938,6 +943,194 @@ def nanodet_m_05x_stride32(size: int = 320, classes: int = 80) -> Any:
     return k.Model(inp, [L.Activation("sigmoid")(cls), reg])
 
 
+def _upsample2(x: Any, align_corners: bool = False) -> Any:
+    """Bilinear x2 upsampling: Keras ``UpSampling2D`` (RESIZE_BILINEAR, half-pixel centres,
+    PyTorch's ``align_corners=False``) or, with ``align_corners``, TensorFlow 1's
+    ``resize_bilinear(align_corners=True)`` (PyTorch's ``align_corners=True``)."""
+    import tensorflow as tf
+
+    L = _k().layers
+    if not align_corners:
+        return L.UpSampling2D(2, interpolation="bilinear")(x)
+    h, w, c = (int(d) for d in x.shape[1:])
+    return L.Lambda(
+        lambda t: tf.compat.v1.image.resize_bilinear(t, (2 * h, 2 * w), align_corners=True),
+        output_shape=(2 * h, 2 * w, c),
+    )(x)
+
+
+def movenet_lightning(size: int = 192) -> Any:
+    """MoveNet.SinglePose Lightning (TF Hub ``google/lite-model/movenet/singlepose/lightning/
+    tflite/int8/4``, the eIQ recipe's download), with its in-graph decode.
+
+    Model card (MoveNet.SinglePose Model Card, Google): a MobileNetV2 feature extractor, depth
+    multiplier 1.0 for Lightning, a Feature Pyramid Network decoder to stride 4, CenterNet
+    heads, custom post-processing. Layer by layer after lee-man/movenet-pytorch (a PyTorch
+    port that loads the weights of the TF Hub TFLite file, so its shapes are the file's):
+    ``movenet/models/mobilenetv2.py`` (torchvision MobileNetV2 1.0 ``features``, the 1x1
+    1280 conv included, BN folded), ``backbone_utils.py`` (FPN on features 3, 6, 10, 18:
+    24 @ 48x48, 32 @ 24, 64 @ 12, 1280 @ 6; lateral 1x1 convs to 24 / 32 / 64 / 64),
+    ``feature_pyramid_network.py`` (top-down: bilinear x2, ADD, then a separable conv
+    -- depthwise 3x3 + 1x1 + ReLU -- to 32, 24, 24 channels), ``movenet.py`` (four heads on
+    the 24 @ 48x48 map, each depthwise 3x3 + 1x1 to 96 + ReLU + 1x1: centre heatmap 1,
+    keypoint regression 34, keypoint heatmap 17, keypoint offsets 34; sigmoid on both
+    heatmaps).
+
+    With the shipped file's input and tail (``_movenet_decode``): uint8 [1, 192, 192, 3]
+    input, CAST to float32 and (x / 127.5 - 1) inside the graph (the port's ``forward``), and
+    the decode after the heads ending in a float32 [1, 1, 17, 3] output; DIV and SQRT have no
+    int8 kernel and stay float32 between DEQUANTIZE and QUANTIZE (``float_ops``, see
+    ``convert``). The int8 file holds 147 ops (CONV_2D 50, DEPTHWISE_CONV_2D 24, ADD 18,
+    RESHAPE 9, MUL 7, QUANTIZE 7, SUB 5, CAST 4, DEQUANTIZE 4, GATHER_ND 3, PACK 3,
+    RESIZE_BILINEAR 3, ARG_MAX 2, FLOOR_DIV 2, LOGISTIC 2, CONCATENATION 1, DIV 1, SQRT 1,
+    UNPACK 1); the shipped file holds 157 (tensorflow/tensorflow#53682, a GPU-delegate log
+    on this very file, which names no count per type, only the types it cannot take: ARG_MAX,
+    CAST, CONCATENATION, FLOOR_DIV, GATHER_ND, MUL, PACK, RESHAPE, SUB, UNPACK -- all in the
+    rebuild). Not known: the 10 ops this rebuild lacks, and which of the tail's ops the
+    shipped file keeps in float or int32 where the rebuild has int8.
+
+    This builds 2.32 M params / 0.27 G MACs at 192x192 (BN folded; the decode adds 0.01 M
+    constants and no MACs); the model card and the eIQ README give neither ("FLOPS N/A",
+    "Number of parameters N/A"), but the README's int8 file size, 2.8 MB, is this rebuild's
+    (2,806,400 B; the shipped file: 2.89 MB in that issue's log)."""
+    import tensorflow as tf
+
+    k = _k()
+    L = k.layers
+    inp = k.Input(shape=(size, size, 3), batch_size=1, name="input", dtype="uint8")
+    x = L.Lambda(lambda t: tf.cast(t, tf.float32) * (1.0 / 127.5) - 1.0)(inp)
+    x = _conv_bn(x, 32, 3, 2, act="relu6")
+    cin, feats = 32, []
+    # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2; taps after blocks 3, 6, 10
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):  # fmt: skip
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, 3, s if i == 0 else 1)
+            cin = c
+            if (c, i) in ((24, 1), (32, 2), (64, 3)):
+                feats.append(x)
+    feats.append(_conv_bn(x, 1280, 1, act="relu6"))
+    top = _conv_bn(feats[3], 64, 1, act=None, bn=False, bias=True)
+    for f, lat, fused in ((feats[2], 64, 32), (feats[1], 32, 24), (feats[0], 24, 24)):
+        y = L.Add()([_conv_bn(f, lat, 1, act=None, bn=False, bias=True), _upsample2(top)])
+        y = L.DepthwiseConv2D(3, padding="same")(y)
+        top = _conv_bn(y, fused, 1, act="relu", bn=False, bias=True)
+    outs = []
+    for classes, sigmoid in ((1, True), (34, False), (17, True), (34, False)):
+        y = L.DepthwiseConv2D(3, padding="same")(top)
+        y = _conv_bn(y, 96, 1, act="relu", bn=False, bias=True)
+        y = _conv_bn(y, classes, 1, act="sigmoid" if sigmoid else None, bn=False, bias=True)
+        outs.append(y)
+    model = k.Model(inp, L.Lambda(_movenet_decode, output_shape=(1, 17, 3))(outs))
+    model.float_ops = ("DIV", "SQRT")  # float in the shipped file: see convert()
+    return model
+
+
+def _movenet_decode(heads: list[Any]) -> Any:
+    """MoveNet's single-pose decode on the four 48x48 head maps, as the TFLite file runs it
+    (lee-man/movenet-pytorch ``movenet/models/movenet.py`` ``forward``; the TensorFlow blog
+    "Next-Generation Pose Detection with MoveNet"): centre heatmap times a fixed
+    1 / (distance to the map centre + 1.8), ARG_MAX, FLOOR_DIV / MUL / SUB to (y, x);
+    GATHER_ND of the 34 regressions there, added to the centre; keypoint heatmaps divided by
+    (distance to each regressed keypoint + 1.8), ARG_MAX per keypoint, (y, x) again;
+    GATHER_ND of the offsets and of the heatmap scores at those cells; (cell + offset) / 48
+    and the score packed into [1, 1, 17, 3] float32."""
+    import numpy as np
+    import tensorflow as tf
+
+    centre, regress, heat, offset = heads
+    n = int(centre.shape[1])
+    yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
+    c = n / 2.0
+    w_centre = (1.0 / (np.sqrt((yy - c) ** 2 + (xx - c) ** 2) + 1.8))[None, :, :, None]
+    scores = tf.reshape(centre * tf.constant(w_centre), [1, n * n])
+    idx = tf.reshape(tf.argmax(scores, axis=1, output_type=tf.int32), [])
+    cy = tf.math.floordiv(idx, n)
+    cx = idx - cy * n
+    reg = tf.reshape(tf.gather_nd(tf.reshape(regress, [n, n, 34]), tf.stack([cy, cx])), [17, 2])
+    ry, rx = tf.unstack(reg, axis=1)
+    ky = ry + tf.cast(cy, tf.float32)
+    kx = rx + tf.cast(cx, tf.float32)
+    dy = tf.constant(yy[None, :, :, None]) - tf.reshape(ky, [1, 1, 1, 17])
+    dx = tf.constant(xx[None, :, :, None]) - tf.reshape(kx, [1, 1, 1, 17])
+    dist = tf.sqrt(dy * dy + dx * dx) + 1.8
+    kidx = tf.argmax(tf.reshape(heat / dist, [n * n, 17]), axis=0, output_type=tf.int32)
+    py = tf.math.floordiv(kidx, n)
+    px = kidx - py * n
+    cells = tf.stack([py, px, tf.range(17, dtype=tf.int32)], axis=1)
+    off = tf.gather_nd(tf.reshape(offset, [n, n, 17, 2]), cells)
+    conf = tf.gather_nd(tf.reshape(heat, [n, n, 17]), cells)
+    yx = (off + tf.cast(tf.stack([py, px], axis=1), tf.float32)) * (1.0 / n)
+    return tf.reshape(tf.concat([yx, tf.reshape(conf, [17, 1])], axis=1), [1, 1, 17, 3])
+
+
+def midas_v21_small(size: int = 256) -> Any:
+    """MiDaS v2.1 small (``MidasNet_small``) at 256x256, as the TF Hub TFLite file
+    (``intel/lite-model/midas/v2_1_small/1/lite/1``) that NXP's eIQ recipe re-quantises
+    (tflite2tensorflow: TFLite -> TF -> int8 TFLite, float32 input and output). The Intel
+    file was converted from PyTorch straight to TensorFlow layers (isl-org/MiDaS issue #69:
+    a private converter, not ONNX), so it is NHWC without TRANSPOSEs.
+
+    Layer by layer after isl-org/MiDaS ``midas/midas_net_custom.py`` (features 64, expand,
+    non-negative output, ``align_corners=True``) and ``midas/blocks.py``:
+
+    * encoder ``_make_efficientnet_backbone(tf_efficientnet_lite3)``: EfficientNet-Lite3
+      (width 1.2, depth 1.4, stem 32 and first / last stage repeats fixed, ReLU6, no SE)
+      through its last stage, no 1280 head: taps 32 @ /4, 48 @ /8, 136 @ /16, 384 @ /32;
+    * ``_make_scratch([32, 48, 136, 384], 64, expand)``: 3x3 convs without bias to 64, 128,
+      256, 512;
+    * four ``FeatureFusionBlock_custom`` (``ResidualConvUnit_custom``: ReLU, 3x3, ReLU, 3x3,
+      ADD); the deepest has one input, so its first residual unit is never run and the
+      traced file lacks it; bilinear x2 (align_corners), 1x1 out conv halving the channels
+      (512 -> 256 -> 128 -> 64, the last 64 -> 64);
+    * output head: 3x3 64 -> 32, bilinear x2 (align_corners=False), 3x3 32 -> 32, ReLU,
+      1x1 32 -> 1, ReLU; squeezed to [1, 256, 256].
+
+    This builds 16.56 M params / 4.60 G MACs (9.19 G ops as 2 x MACs, 9.23 G with the
+    resizes and adds); the eIQ README says 9.214 GOPS and 17 MB int8 (this int8 file:
+    17.6 MB). MiDaS's published "21 M" counts the PyTorch module, whose unused first
+    residual unit of the deepest fusion block (2 x 3x3 512 -> 512 = 4.72 M; 16.56 + 4.72 =
+    21.3 M) the traced TFLite file does not hold. Not checked against the file: whether
+    Intel's converter wrote the stride-2 convs with an explicit PAD or as SAME, and whether
+    its fusion-block resizes kept ``align_corners`` (Vela runs those on the CPU, see the
+    ethos-u65 placement)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, feats = 32, []
+    # EfficientNet-B0 stages (expansion, kernel, stride, channels, repeats) scaled to Lite3
+    for t, kk, s, c, n in ((1, 3, 1, 24, 1), (6, 3, 2, 32, 3), (6, 5, 2, 48, 3), (6, 3, 2, 96, 5),
+                           (6, 5, 1, 136, 5), (6, 5, 2, 232, 6), (6, 3, 1, 384, 1)):  # fmt: skip
+        for i in range(n):
+            x = _inverted_residual(x, cin, c, t, kk, s if i == 0 else 1)
+            cin = c
+        if c in (32, 48, 136, 384):
+            feats.append(x)
+    rn = [
+        _conv_bn(f, ch, 3, act=None, bn=False)
+        for f, ch in zip(feats, (64, 128, 256, 512), strict=True)
+    ]
+
+    def rcu(y: Any, ch: int) -> Any:
+        z = L.ReLU()(y)
+        z = _conv_bn(z, ch, 3, act="relu", bn=False, bias=True)
+        z = _conv_bn(z, ch, 3, act=None, bn=False, bias=True)
+        return L.Add()([z, y])
+
+    path = None
+    for f, ch in zip(reversed(rn), (512, 256, 128, 64), strict=True):
+        y = f if path is None else L.Add()([path, rcu(f, ch)])
+        y = _upsample2(rcu(y, ch), align_corners=True)
+        path = _conv_bn(y, max(ch // 2, 64), 1, act=None, bn=False, bias=True)
+    y = _conv_bn(path, 32, 3, act=None, bn=False, bias=True)
+    y = _upsample2(y)
+    y = _conv_bn(y, 32, 3, act="relu", bn=False, bias=True)
+    y = _conv_bn(y, 1, 1, act="relu", bn=False, bias=True)
+    y = L.Reshape((size, size))(y)
+    return k.Model(inp, y)
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -981,6 +1174,8 @@ _r("mnasnet_a1_075_224", mnasnet_a1)
 _r("facenet512_160", facenet512)
 _r("ssdlite_mnv2_300", ssdlite_mnv2)
 _r("centernet_mnv2_fpn_512", centernet_mnv2_fpn)
+_r("movenet_lightning_192", movenet_lightning)
+_r("midas_v21_small_256", midas_v21_small)
 _r("yolov8n_640", yolov8n, "NXP/eiq-model-zoo@58c2b002 yolov8 README (DeGirum fork)")
 _r("nanodet_m_05x_320_s32", nanodet_m_05x_stride32,
    "NXP/eiq-model-zoo@58c2b002 nanodet-m recipe.sh + nanodet.patch (stride 32 only)")  # fmt: skip
@@ -1014,11 +1209,17 @@ def _representative(model: Any, n: int = 3) -> Callable[[], Iterator[list[Any]]]
     import numpy as np
 
     shapes = [tuple(int(d) for d in t.shape) for t in model.inputs]
+    dtypes = [str(getattr(t.dtype, "name", t.dtype)) for t in model.inputs]
+
+    def sample(rng: Any, s: tuple[int, ...], dt: str) -> Any:
+        if dt == "uint8":  # an image input the model normalises itself (movenet_lightning)
+            return rng.integers(0, 256, size=s).astype(np.uint8)
+        return rng.uniform(-1.0, 1.0, size=s).astype(np.float32)
 
     def gen() -> Iterator[list[Any]]:
         rng = np.random.default_rng(SEED)
         for _ in range(n):
-            yield [rng.uniform(-1.0, 1.0, size=s).astype(np.float32) for s in shapes]
+            yield [sample(rng, s, dt) for s, dt in zip(shapes, dtypes, strict=True)]
 
     return gen
 
@@ -1061,6 +1262,21 @@ def convert(model: Any, quant: str) -> bytes:
         if quant != "int8fio":
             c.inference_input_type = tf.int8
             c.inference_output_type = tf.int8
+        float_ops = getattr(model, "float_ops", ())
+        if float_ops:
+            # ops with no int8 kernel (the MLIR quantizer would write int8 DIV / SQRT that
+            # the runtime cannot run) stay float32 between DEQUANTIZE and QUANTIZE, as in
+            # the shipped file; the input keeps the model's own dtype, the output is float32
+            from tensorflow.lite.python.convert import mlir_quantize
+
+            c._experimental_calibrate_only = True
+            calibrated = c.convert()
+            q: bytes = mlir_quantize(
+                calibrated,
+                disable_per_channel=quant == "int8pt",
+                denylisted_ops=list(float_ops),
+            )
+            return q
         if quant == "int8pt":
             c._experimental_disable_per_channel = True
     elif quant != "fp32":
