@@ -1006,6 +1006,16 @@ def integer_compute(view: NodeView, *, dtypes: list[str]) -> Outcome:
     return False, f"{', '.join(sorted({_dtype_name(t) for t in bad}))} tensor(s) {_names(bad)}"
 
 
+@constraint
+def same_shape_inputs(view: NodeView) -> Outcome:
+    """Element-wise inputs must have one shape (no broadcasting)"""
+    ins = [t for t in view.inputs if t is not None]
+    shapes = {t.shape_str() for t in ins}
+    if len(shapes) <= 1:
+        return PASS
+    return False, "inputs of shapes " + " and ".join(sorted(shapes)) + " broadcast"
+
+
 # --------------------------------------------------------------------------- #
 # Graph-level rules (applied by placement, documented with the same templates)
 # --------------------------------------------------------------------------- #
