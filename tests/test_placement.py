@@ -412,3 +412,31 @@ def test_check_exit_codes(
     assert math.isclose(
         json.loads(capsys.readouterr().out)["fit"]["sram"]["capacity_bytes"], 4194304
     )
+
+
+def test_vx_broadcasting_mul_runs_on_the_programmable_engine(tmp_path: Path) -> None:
+    """imx8mp-npu-vx: a MUL whose inputs broadcast (a per-channel [C] scale) is placed on the
+    NPU's programmable engine with a note saying why; a same-shape MUL stays on the NN/TP
+    side. The model is a real TFLite file (LiteRT runs it)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from test_placement_craft import Craft, S
+
+    c = Craft()
+    x = c.tensor("x", (1, 8, 8, 16))
+    scale = c.tensor("scale", (16,), data=np.arange(1, 17, dtype=np.int8))
+    scaled = c.tensor("scaled", (1, 8, 8, 16))
+    c.op("MUL", [x, scale], [scaled], S.BuiltinOptions.MulOptions, S.MulOptionsT())
+    squared = c.tensor("squared", (1, 8, 8, 16))
+    c.op("MUL", [scaled, scaled], [squared], S.BuiltinOptions.MulOptions, S.MulOptionsT())
+    path = tmp_path / "mul.tflite"
+    path.write_bytes(c.build([x], [squared], "mul"))
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    it.invoke()
+
+    layers = {lp.name: lp for lp in place(path, "imx8mp-npu-vx").layers}
+    bcast, same = layers["scaled"], layers["squared"]
+    assert bcast.placement == "accelerator" and bcast.unit == "ppu"
+    assert [r.detail for r in bcast.notes] == ["inputs of shapes 1x8x8x16 and 16 broadcast"]
+    assert same.placement == "accelerator" and same.unit == "npu" and not same.notes

@@ -1009,11 +1009,10 @@ def integer_compute(view: NodeView, *, dtypes: list[str]) -> Outcome:
 @constraint
 def same_shape_inputs(view: NodeView) -> Outcome:
     """Element-wise inputs must have one shape (no broadcasting)"""
-    ins = [t for t in view.inputs if t is not None]
-    shapes = {t.shape_str() for t in ins}
+    shapes = list(dict.fromkeys(t.shape_str() for t in view.inputs if t is not None))
     if len(shapes) <= 1:
         return PASS
-    return False, "inputs of shapes " + " and ".join(sorted(shapes)) + " broadcast"
+    return False, "inputs of shapes " + " and ".join(shapes) + " broadcast"
 
 
 # --------------------------------------------------------------------------- #
