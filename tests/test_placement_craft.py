@@ -472,6 +472,11 @@ def onnx_models() -> dict[str, bytes]:
             [vi("a", T.INT64, [1, 4]), vi("b", T.INT64, [1, 4])],
             [vi("y", T.INT64, [1, 4])],
         ),
+        "mul_broadcast": _onnx_model(
+            [helper.make_node("Mul", ["a", "b"], ["y"])],
+            [vi("a", T.FLOAT, [1, 4, 4, 4]), vi("b", T.FLOAT, [4, 1, 1])],
+            [vi("y", T.FLOAT, [1, 4, 4, 4])],
+        ),
         "add_rank7": _onnx_model(
             [helper.make_node("Add", ["a", "b"], ["y"])],
             [vi("a", T.FLOAT, [1, 1, 1, 1, 1, 1, 2]), vi("b", T.FLOAT, [1, 1, 1, 1, 1, 1, 2])],

@@ -232,6 +232,12 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         (MIX, "resize_x3"),
         "3x upscale",
     ),
+    "same_shape_inputs": (
+        {},
+        ("craft:add_int64", 0),
+        ("craft:mul_broadcast", 0),
+        "1x4x4x4 times 4x1x1",
+    ),
     "integer_compute": (
         {"dtypes": ["int8", "uint8", "int16", "int32", "bool"]},
         (MV2, 0),
