@@ -76,11 +76,11 @@ def _conv_bn(x: Any, filters: int, k: int | tuple[int, int], s: int = 1, act: st
 
 
 def _dw_bn(x: Any, k: int = 3, s: int = 1, act: str | None = "relu", dilation: int = 1,
-           atrous_s2b: bool = False) -> Any:  # fmt: skip
+           atrous_s2b: bool = False, pad: str = "same") -> Any:  # fmt: skip
     L = _k().layers
     if dilation > 1 and atrous_s2b:
         return _act(_atrous_dw_s2b(x, k, dilation), act)
-    x = L.DepthwiseConv2D(k, strides=s, padding="same", dilation_rate=dilation, use_bias=False)(x)
+    x = L.DepthwiseConv2D(k, strides=s, padding=pad, dilation_rate=dilation, use_bias=False)(x)
     x = L.BatchNormalization()(x)
     return _act(x, act)
 
@@ -204,6 +204,11 @@ def _make_div(v: float, d: int = 8) -> int:
     return n + d if n < 0.9 * v else n
 
 
+_MNV2_TABLE = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+               (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
+"""MobileNetV2 Table 2 (expansion, channels, repeats, stride) after the 32-ch stem."""
+
+
 def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8,
                    atrous_s2b: bool = False) -> Any:  # fmt: skip
     """DeepLabV3 with a MobileNetV2 backbone as in TensorFlow's DeepLab model zoo
@@ -229,9 +234,7 @@ def deeplabv3_mnv2(size: int = 513, alpha: float = 0.5, output_stride: int = 8,
     x = _conv_bn(inp, _make_div(32 * alpha), 3, 2, act="relu6")
     cin = _make_div(32 * alpha)
     stride, rate = 2, 1
-    # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2
-    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):  # fmt: skip
+    for t, c, n, s in _MNV2_TABLE:
         cout = _make_div(c * alpha)
         for i in range(n):
             si = s if i == 0 else 1
@@ -646,11 +649,6 @@ def facenet512(size: int = 160, dimension: int = 512) -> Any:
     return k.Model(inp, x)
 
 
-_MNV2_TABLE = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-               (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
-"""MobileNetV2 Table 2 (expansion, channels, repeats, stride) after the 32-ch stem."""
-
-
 def ssdlite_mnv2(size: int = 300, classes: int = 91) -> Any:
     """SSDLite MobileNetV2 as TF1's Object Detection API builds ``ssdlite_mobilenet_v2_coco``
     (tensorflow/models research/object_detection: ``models/ssd_mobilenet_v2_feature_extractor.py``,
@@ -853,9 +851,7 @@ def _pad_conv_bn(x: Any, filters: int, k: int, s: int = 1, act: str | None = "le
     if k > 1:
         x = L.ZeroPadding2D(k // 2)(x)
     if depthwise:
-        x = L.DepthwiseConv2D(k, strides=s, padding="valid", use_bias=False)(x)
-        x = L.BatchNormalization()(x)
-        return _act(x, act)
+        return _dw_bn(x, k, s, act=act, pad="valid")
     return _conv_bn(x, filters, k, s, act=act, pad="valid")
 
 
@@ -1001,9 +997,8 @@ def movenet_lightning(size: int = 192) -> Any:
     x = L.Lambda(lambda t: tf.cast(t, tf.float32) * (1.0 / 127.5) - 1.0)(inp)
     x = _conv_bn(x, 32, 3, 2, act="relu6")
     cin, feats = 32, []
-    # (expansion, channels, repeats, stride) -- MobileNetV2 Table 2; taps after blocks 3, 6, 10
-    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):  # fmt: skip
+    # taps after blocks 3, 6, 10
+    for t, c, n, s in _MNV2_TABLE:
         for i in range(n):
             x = _inverted_residual(x, cin, c, t, 3, s if i == 0 else 1)
             cin = c
