@@ -368,6 +368,48 @@ def test_fused_groups_match_onnx_runtime_kernels(tmp_path: Path) -> None:
     assert _ort_profile_ops(path2, tmp_path) == ["Conv", "QuickGelu"]
 
 
+_SWISH_BUILD = """
+import sys
+import keras
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((16, 16, 8), batch_size=1)
+x = keras.layers.Conv2D(16, 3, padding="same")(inp)
+out = keras.layers.Activation("swish")(x)
+open(sys.argv[1], "wb").write(convert(keras.Model(inp, out), "fp32"))
+"""
+
+
+def test_tflite_swish_stays_two_kernels_as_the_interpreter_runs_it(tmp_path: Path) -> None:
+    """Keras's swish (x * sigmoid(x), EfficientNet's and YOLOv8's activation) has no TFLite
+    operator: the real converter writes LOGISTIC and MUL, and the interpreter lists and runs
+    both. The forecast costs them as two kernels (the intermediate tensor crossing memory),
+    where the same gate in an ONNX model is one (ORT's QuickGelu, test above)."""
+    import os
+    import subprocess
+    import sys
+
+    from ai_edge_litert.interpreter import Interpreter
+
+    path = tmp_path / "swish.tflite"
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p),
+    )
+    cmd = [sys.executable, "-c", _SWISH_BUILD, str(path)]
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    ops = [d["op_name"] for d in Interpreter(model_path=str(path))._get_ops_details()]
+    assert ops == ["CONV_2D", "LOGISTIC", "MUL"]
+    g = load(path)
+    members = [[g.nodes[i].op for i in k.members] for k in kernels(g)]
+    assert members == [["conv"], ["sigmoid"], ["mul"]]
+    fc = estimate(path, "host")
+    assert sum(1 for ly in fc.layers if ly.latency_s > 0) == 3
+
+
 def test_keras_fixtures_forecast_on_every_target(keras_dir: Path) -> None:
     """Every built-in target forecasts the fixtures with finite, positive per-layer times
     and labels every layer with one of the documented bounds."""

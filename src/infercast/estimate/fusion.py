@@ -30,8 +30,13 @@ meets its inverse, and removes both. :func:`elided_transposes` finds those
 pairs; they cost nothing, and a fused group walks through them.
 
 A gated activation ``x * sigmoid(x)`` (swish / SiLU, as converters emit it)
-is one elementwise kernel: ONNX Runtime fuses it (``QuickGelu``,
-``core/optimizer/quick_gelu_fusion.cc``).
+is one elementwise kernel in an ONNX model: ONNX Runtime fuses it (``QuickGelu``,
+``core/optimizer/quick_gelu_fusion.cc``). In a TFLite model it stays two kernels:
+the schema has no SiLU operator, so the converter writes LOGISTIC and MUL, and the
+interpreter runs each (XNNPACK's delegate maps them to its own sigmoid and multiply
+nodes, ``tensorflow/lite/delegates/xnnpack/xnnpack_delegate.cc`` VisitLogisticNode /
+VisitMulNode; Arm Vela runs them as a LUT pass and an elementwise pass; the VX
+delegate hands TIM-VX a sigmoid and a multiply).
 
 The group is costed once: the anchor's input, weights and the last op's
 output cross memory; intermediate tensors do not; one per-op overhead.
@@ -195,9 +200,17 @@ def elided_transposes(graph: Graph) -> set[int]:
 
 
 def _swish_mul(
-    graph: Graph, node: Node, nodes: Mapping[int, Node], consumers: Mapping[str, tuple[int, ...]]
+    graph: Graph,
+    node: Node,
+    nodes: Mapping[int, Node],
+    consumers: Mapping[str, tuple[int, ...]],
+    gate_fused: bool,
 ) -> int | None:
-    """The Mul of ``x * sigmoid(x)`` when ``node`` is its Sigmoid (ORT's QuickGelu fusion)."""
+    """The Mul of ``x * sigmoid(x)`` when ``node`` is its Sigmoid (ORT's QuickGelu fusion);
+    None in a TFLite graph, whose runtimes run the two operators apart, unless the runtime
+    fuses the gate whatever the file (``gate_fused``: ncnn's Swish layer)."""
+    if graph.format == "tflite" and not gate_fused:
+        return None
     if node.op not in ("sigmoid", "hard_sigmoid") or len(node.outputs) != 1 or not node.inputs:
         return None
     readers = consumers.get(node.outputs[0], ())
@@ -229,6 +242,7 @@ def kernels(
     processor: Mapping[int, str] | None = None,
     transparent: set[int] | frozenset[int] = frozenset(),
     accelerator_fuses_residual: bool = True,
+    gate_fused: bool = False,
 ) -> list[Kernel]:
     """Group the non-folded nodes of ``graph`` into kernels, in execution order.
 
@@ -237,6 +251,8 @@ def kernels(
     transposes) join the group they sit in without ending it. Every non-folded
     node is in exactly one kernel. ``accelerator_fuses_residual`` False: a residual
     ``add`` on the accelerator stays its own kernel (:func:`_separate_residual`).
+    ``gate_fused``: the runtime fuses ``x * sigmoid(x)`` in a TFLite graph too
+    (:func:`_swish_mul`).
     """
     proc = processor or {}
     nodes = {n.index: n for n in graph.nodes if not n.folded}
@@ -248,7 +264,7 @@ def kernels(
             continue
         members = [node.index]
         taken.add(node.index)
-        gate = _swish_mul(graph, node, nodes, consumers)
+        gate = _swish_mul(graph, node, nodes, consumers, gate_fused)
         if (
             gate is not None
             and gate not in taken

@@ -796,8 +796,9 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
     if not fuse:
         return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded], set()
     elided = elided_transposes(dev)
-    fuses = report.target.placement.accelerator_fuses_residual
-    return kernels(dev, proc, elided, fuses), elided
+    pl = report.target.placement
+    gate = pl.gated_activation == "fused"
+    return kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate), elided
 
 
 def is_serial(target: Target, unit: str, graph: Graph, node: Node) -> bool:

@@ -255,6 +255,12 @@ class Placement:
     """The accelerator's compiler folds a residual ``add`` of two feature maps into the conv
     before it (one kernel); False: it runs the add as its own operation (Arm Vela on
     Ethos-U: an elementwise NPU operation with its own cycles in ``--verbose-performance``)."""
+    gated_activation: Literal["by_format", "fused"] = "by_format"
+    """How the runtime runs a gated activation ``x * sigmoid(x)`` (swish / SiLU).
+    ``by_format``: one kernel in an ONNX graph (ONNX Runtime's QuickGelu fusion), two in a
+    TFLite graph (LOGISTIC and MUL, which the TFLite runtimes and delegates run apart);
+    ``fused``: one kernel whatever the file (ncnn: onnx2ncnn's ``fuse_swish`` makes one
+    Swish layer)."""
 
 
 @dataclass(frozen=True)
