@@ -84,19 +84,24 @@ def test_k210_no_fit_comes_with_a_way_out(k210_advice: AdviceResult) -> None:
 
 
 def _per_channel_target(tmp_path: Path, slowdown: float | None) -> Path:
-    """The VX target with its per-channel cost replaced (None: no cost, 1)."""
+    """The VX target with its per-channel cost replaced by a compute slowdown and no extra
+    pass (None: no cost at all)."""
     value = 1.0 if slowdown is None else slowdown
     path = tmp_path / f"vx_{slowdown}.toml"
     path.write_text(
         'extends = "imx8mp-npu-vx"\n[calibration.values]\n'
         f'"units.npu.per_channel_slowdown" = {value}\n'
+        '"units.npu.per_channel_pass_s_per_element" = 1e-15\n'  # ~no pass (the least value)
     )
     return path
 
 
-def _slowdown(target_name: str | Path) -> float:
-    """The per-channel cost the target's numbers state (fitted on this NPU's rows)."""
-    return Params.of(load_target(str(target_name))).get("units.npu.per_channel_slowdown")
+def _charged(target_name: str | Path) -> bool:
+    """The target's numbers give per-channel weights a cost (fitted on this NPU's rows): a
+    compute slowdown or an extra pass over the output."""
+    p = Params.of(load_target(str(target_name)))
+    slow = p.get("units.npu.per_channel_slowdown")
+    return slow > 1.0 or p.get("units.npu.per_channel_pass_s_per_element") > 1e-14
 
 
 def test_imx_quantization_advice_follows_the_target_evidence(
@@ -109,7 +114,7 @@ def test_imx_quantization_advice_follows_the_target_evidence(
     # The built-in file, whatever it says today.
     result = advise(model, load_target("imx8mp-npu-vx"))
     quant = [a for a in result.advice if a.kind == "quantization"]
-    charged = _slowdown("imx8mp-npu-vx") > 1.0
+    charged = _charged("imx8mp-npu-vx")
     assert bool(quant) == charged
     if quant:
         assert quant[0].latency_gain_s is not None and quant[0].latency_gain_s > 0

@@ -783,3 +783,98 @@ def test_cli_validate_published(
     # Measuring here takes one target.
     assert main(["validate", "x.tflite", "-t", "host", "-t", "rpi4-cpu"]) == 2
     assert "one --target" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- #
+# Per-channel convs on the VeriSilicon NPU: the driver's split and its rule
+# --------------------------------------------------------------------------- #
+
+# MobileNet v1 (Howard et al. 2017, Table 1) at 128 px, width 0.25: each conv's output
+# (H, W, C), the stem, then 13 depthwise / pointwise pairs, then the 1x1 classifier conv of
+# keras.applications (1000 classes).
+_MNV1_BLOCKS = [  # (output H = W, depthwise channels, pointwise output channels)
+    (64, 8, 16), (32, 16, 32), (32, 32, 32), (16, 32, 64), (16, 64, 64), (8, 64, 128),
+    *[(8, 128, 128)] * 5, (4, 128, 256), (4, 256, 256),
+]  # fmt: skip
+_MNV1_025_128 = [
+    (64, 64, 8),
+    *[s for hw, c_dw, c_pw in _MNV1_BLOCKS for s in ((hw, hw, c_dw), (hw, hw, c_pw))],
+    (1, 1, 1000),
+]
+
+
+def test_per_channel_convs_pay_the_drivers_extra_pass(published_dir: Path) -> None:
+    """VeriSilicon's OpenVX driver (6.4.3.p0, vxoGraphOptimization_pcq_splitPerChannel) runs
+    a per-channel conv it keeps per channel as a uint8 conv writing float16 plus a pass that
+    applies the per-channel scales to the output. The VX target charges that pass per output
+    element to every per-channel conv and depthwise conv (MobileNet v1's outputs, from the
+    paper's Table 1), and nothing to the per-tensor twin; the vectorised fit agrees with the
+    per-kernel forecast, and a fit on rows generated from known values recovers them."""
+    t = load_target("imx8mp-npu-vx")
+    m = _models(published_dir)
+    pc = estimate(m["mobilenet_v1_a025_128_int8"], t)
+    pt = estimate(m["mobilenet_v1_a025_128_int8pt"], t)
+    per_el = pc.params.per_channel_pass_s["npu"]
+    assert per_el > 0
+    convs = [w for _, w in pc.works if w.per_channel_out_elements]
+    assert len(convs) == len(_MNV1_025_128) == 28
+    total = sum(h * w * c for h, w, c in _MNV1_025_128)
+    assert sum(w.per_channel_out_elements for w in convs) == total
+    passes = [kernel_time(w, pc.params).pass_s for _, w in pc.works]
+    assert sum(passes) == pytest.approx(per_el * total)
+    assert all(kernel_time(w, pt.params).pass_s == 0 for _, w in pt.works)
+    assert not any(w.per_channel_out_elements for _, w in pt.works)
+    note = next(n for n in pc.notes if "extra pass" in n)
+    assert f"28 conv(s) with per-channel weights on npu: an extra pass over their {total}" in note
+    # The fit: per-channel and per-tensor rows generated from known values.
+    keys = [
+        "units.npu.per_channel_pass_s_per_element",
+        "units.npu.efficiency.depthwise_conv",
+        "units.npu.op_overhead_s",
+    ]
+    prior = Params.of(t, prior_for=keys)
+    truth = prior.with_values({keys[0]: 2.0e-9, keys[1]: 0.2, keys[2]: 1.5e-5})
+    samples = []
+    for stem in ("mobilenet_v1_a025_128_int8", "mobilenet_v1_a025_128_int8pt",
+                 "ds_cnn_kws_int8", "ad_autoencoder_int8"):  # fmt: skip
+        works = tuple(w for _, w in estimate(load(m[stem]), t).works)
+        samples.append(Sample(stem, works, predict(Sample(stem, works, 1.0), truth)))
+    b = Batch(samples, truth, [])
+    assert list(b.latencies(b.full())) == pytest.approx([s.measured_s for s in samples])
+    f = fit_values(samples, prior, keys, prior_weight=0.0)
+    assert f.values[keys[0]] == pytest.approx(2.0e-9, rel=1e-3)
+    assert f.values[keys[2]] == pytest.approx(1.5e-5, rel=1e-3)
+
+
+def test_the_drivers_requantisation_rule_reads_the_weights(published_dir: Path) -> None:
+    """The driver re-quantises a per-channel conv per tensor when the Gini coefficient of its
+    weights' magnitudes is at most 0.5 (0.6 depthwise) and keeps it per channel above
+    (gc_vx_graph_optimization.c, vxoGraphOptimization_pcq). Textbook values: magnitudes of
+    uniform weights (a freshly initialised Keras layer, glorot_uniform) have Gini 1/3, of
+    Laplace ones (exponential magnitudes, as trained weights tend to) 1/2; weights that
+    vary 20x from channel to channel go above it. The forecast note counts the convs above."""
+    from infercast.estimate.work import weight_magnitude_gini
+
+    g = load(_models(published_dir)["mobilenet_v1_a025_128_int8"])
+    node = next(n for n in g.nodes if n.op == "conv" and n.name and n.inputs)
+    w = g.tensors[node.inputs[1]]
+    assert w.quant is not None and w.quant.per_channel and w.quant.axis == 0
+    assert weight_magnitude_gini(g, node) == pytest.approx(1 / 3, abs=0.03)
+    rng = np.random.default_rng(3)
+    shape = tuple(int(d or 0) for d in w.shape or ())
+
+    def with_weights(real: np.ndarray) -> float | None:
+        scale = np.abs(real).reshape(shape[0], -1).max(axis=1) / 127
+        q = np.clip(np.round(real / scale.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+        quant = dataclasses.replace(w.quant, scale=tuple(scale), zero_point=(0,) * shape[0])
+        t2 = dataclasses.replace(w, value=q, quant=quant)
+        return weight_magnitude_gini(g.with_tensors({**g.tensors, w.name: t2}), node)
+
+    laplace = rng.laplace(size=(shape[0], 4096 // shape[0] + 1, 1, 1))
+    laplace = np.resize(laplace, shape)
+    assert with_weights(laplace) == pytest.approx(0.5, abs=0.04)
+    spread = laplace * np.geomspace(0.05, 1.0, shape[0]).reshape(-1, 1, 1, 1)
+    assert with_weights(spread) > 0.6
+    fc = estimate(g, "imx8mp-npu-vx")
+    note = next(n for n in fc.notes if "extra pass" in n)
+    assert "exceeds 0.5 (0.6 depthwise)" in note and "0 of 28 here exceed it" in note

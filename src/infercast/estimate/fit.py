@@ -169,6 +169,11 @@ class Batch:
         cols["threads_m1"].append(float(n - 1) if par else 0.0)
         cols["teff"].append(self._param(f"units.{u}.thread_efficiency") if par else -1)
         cols["pc"].append(self._param(f"units.{u}.per_channel_slowdown") if w.per_channel else -1)
+        pkey = f"units.{u}.per_channel_pass_s_per_element"
+        passes = w.per_channel_out_elements > 0
+        passes = passes and (pkey in free or p.per_channel_pass_s.get(u, 0.0) > 0)
+        cols["pce"].append(float(w.per_channel_out_elements) if passes else 0.0)
+        cols["pce_p"].append(self._param(pkey) if passes else -1)
         depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
         cols["depth"].append(float(depth))
         cols["half"].append(self._param(f"units.{u}.reduction_half_depth") if depth else -1)
@@ -218,6 +223,8 @@ class Batch:
             return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
         if name.endswith(".spill_bandwidth_bytes_per_s"):
             return self.base.spill_bandwidth.get(name.split(".")[1], 0.0)
+        if name.endswith(".per_channel_pass_s_per_element"):
+            return self.base.per_channel_pass_s.get(name.split(".")[1], 0.0)
         return self.base.get(name)
 
     def latencies(self, theta: np.ndarray) -> np.ndarray:
@@ -257,7 +264,8 @@ class Batch:
         rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
         overhead = t0[c["ov"]] + t0[c["sync"]]
         spill = c["spill"] * inv_bw[c["sp_bw"]]
-        per_kernel = np.maximum(compute, memory) + overhead + transfer + rewrite + spill
+        passes = c["pce"] * t0[c["pce_p"]]
+        per_kernel = np.maximum(compute, memory) + overhead + transfer + rewrite + spill + passes
         out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
         invoke = (
             theta[self._index["calibration.invoke_overhead_s"]]
@@ -268,9 +276,9 @@ class Batch:
 
 
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
-                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw")  # fmt: skip
+                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rw", "rwb", "ports", "spill")  # fmt: skip
+            "ntr", "trb", "rw", "rwb", "ports", "spill", "pce")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #
@@ -295,6 +303,8 @@ def bounds_of(key: str) -> tuple[float, float]:
         return (1e-4, 1.0)
     if key.endswith("per_channel_slowdown"):
         return (1.0, 100.0)
+    if key.endswith("per_channel_pass_s_per_element"):
+        return (1e-12, 1e-6)
     if key.endswith("broadcast_read_factor"):
         return (1e-3, 1e3)
     if key.endswith("op_overhead_s") or key.endswith("thread_sync_s"):

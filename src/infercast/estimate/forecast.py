@@ -21,6 +21,9 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   ``peak / cores`` otherwise; a split kernel also pays ``thread_sync_s`` (the pool's
   wake-up and end barrier) in its overhead. Weights quantised per channel multiply the
   compute time by the unit's ``per_channel_slowdown`` (1: no effect);
+* ``pass_s`` = a per-channel conv's output elements x the unit's
+  ``per_channel_pass_s_per_element`` (0: none): the extra pass a driver adds to apply
+  per-channel scales the unit's MAC array cannot (VeriSilicon NN cores);
 * ``memory_s = activation bytes / bandwidth of the memory holding
   activations (layer_io for accelerator layers) + weight bytes / bandwidth of
   the memory holding weights``; weights beyond a cache that streams
@@ -42,7 +45,7 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
 * ``rewrite_s`` for a ``partial`` layer: one pass of the fallback processor
   over the output (Pad / Crop / StridedSlice steps the compiler adds).
 
-``latency_s = max(compute_s, memory_s) + overhead_s + transfer_s + rewrite_s``
+``latency_s = max(compute_s, memory_s) + overhead_s + transfer_s + rewrite_s + pass_s``
 (compute and memory overlap, as in Arm Vela's per-layer max of cycle counts).
 The layer's **bound** is the largest term: ``compute``, ``memory``,
 ``overhead``, ``transfer``; ``fallback`` for a layer on the fallback CPU of
@@ -73,6 +76,7 @@ from infercast.estimate.work import (
     dtype_key,
     op_class,
     peak_key,
+    weight_magnitude_gini,
 )
 from infercast.ir.graph import Graph, Node
 from infercast.ir.labels import BOUNDS, Bound, Placement
@@ -135,6 +139,8 @@ class Params:
     thread_sync_s: Mapping[str, float] = field(default_factory=dict)
     """CPU unit -> seconds of thread-pool hand-off per parallel kernel when threads > 1."""
     per_channel_slowdown: Mapping[str, float] = field(default_factory=dict)
+    per_channel_pass_s: Mapping[str, float] = field(default_factory=dict)
+    """unit -> seconds per output element of a per-channel conv's extra pass (0: none)."""
     broadcast_read_factor: Mapping[str, float] = field(default_factory=dict)
     peak_scale: Mapping[str, float] = field(default_factory=dict)
     """unit -> clock of the forecast over the file's clock (1 when absent)."""
@@ -190,6 +196,9 @@ class Params:
             },
             thread_sync_s={u.name: u.thread_sync_s for u in cpus},
             per_channel_slowdown={u.name: u.per_channel_slowdown for u in target.units.values()},
+            per_channel_pass_s={
+                u.name: u.per_channel_pass_s_per_element for u in target.units.values()
+            },
             broadcast_read_factor={u.name: u.broadcast_read_factor for u in target.units.values()},
             threads=threads,
             cache_bytes={u.name: u.cache_bytes for u in cpus if u.cache_bytes},
@@ -252,7 +261,8 @@ class Params:
             return float(table.get(sub, DEFAULT_THREAD_EFFICIENCY))
         if slot == "per_channel_slowdown":
             return float(table.get(sub, 1.0))
-        if slot in ("thread_sync_s", "broadcast_read_factor", "spill_bandwidth"):
+        if slot in ("thread_sync_s", "broadcast_read_factor", "spill_bandwidth",
+                    "per_channel_pass_s"):  # fmt: skip
             return float(table.get(sub, 0.0))
         if sub not in table:
             raise EstimateError(f"the target has no parameter '{key}'")
@@ -282,6 +292,7 @@ _UNIT_SLOTS = {
     "reduction_half_depth": "reduction_half",
     "thread_efficiency": "thread_efficiency",
     "per_channel_slowdown": "per_channel_slowdown",
+    "per_channel_pass_s_per_element": "per_channel_pass_s",
     "thread_sync_s": "thread_sync_s",
     "broadcast_read_factor": "broadcast_read_factor",
     "spill_bandwidth_bytes_per_s": "spill_bandwidth",
@@ -349,6 +360,8 @@ class Times:
     rewrite_s: float
     spill_s: float = 0.0
     """Stall on the kernel's bytes beyond its unit's cache (:func:`spill_bytes`)."""
+    pass_s: float = 0.0
+    """The extra pass over a per-channel conv's output (:func:`per_channel_pass_time`)."""
 
     @property
     def latency_s(self) -> float:
@@ -358,6 +371,7 @@ class Times:
             + self.transfer_s
             + self.rewrite_s
             + self.spill_s
+            + self.pass_s
         )
 
 
@@ -454,7 +468,15 @@ def kernel_time(w: Work, p: Params) -> Times:
             rewrite += w.rewrite_bytes / p.bandwidth[w.fallback_memory]
     split = w.parallel and w.ops > 0 and w.dtype is not None
     overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
-    return Times(compute_time(w, p), memory, overhead, transfer, rewrite, spill)
+    return Times(
+        compute_time(w, p), memory, overhead, transfer, rewrite, spill, per_channel_pass_time(w, p)
+    )
+
+
+def per_channel_pass_time(w: Work, p: Params) -> float:
+    """Seconds of the extra pass over the output of a conv with per-channel weights on a
+    unit whose ``per_channel_pass_s_per_element`` states one (0 otherwise)."""
+    return w.per_channel_out_elements * p.per_channel_pass_s.get(w.unit, 0.0)
 
 
 def bound_of(w: Work, t: Times) -> Bound:
@@ -464,7 +486,7 @@ def bound_of(w: Work, t: Times) -> Bound:
         return "unknown"
     terms: dict[Bound, float] = {
         "compute": t.compute_s,
-        "memory": t.memory_s + t.spill_s,
+        "memory": t.memory_s + t.spill_s + t.pass_s,
         "overhead": t.overhead_s,
         "transfer": t.transfer_s,
         "fallback": t.rewrite_s,
@@ -780,7 +802,7 @@ def _layers(
                     ops_eff=(w.ops_eff if w.known else None) if first else 0.0,
                     bytes=(w.act_bytes + w.weight_bytes + w.streamed_bytes) if first else 0,
                     compute_s=t.compute_s if first else 0.0,
-                    memory_s=t.memory_s + t.spill_s if first else 0.0,
+                    memory_s=t.memory_s + t.spill_s + t.pass_s if first else 0.0,
                     overhead_s=t.overhead_s if first else 0.0,
                     transfer_s=t.transfer_s if first else 0.0,
                     rewrite_s=t.rewrite_s if first else 0.0,
@@ -837,6 +859,46 @@ def _fit_notes(report: PlacementReport) -> list[str]:
     ]
 
 
+def _per_channel_pass_notes(
+    target: Target, graph: Graph, works: list[tuple[Kernel, Work]], p: Params
+) -> list[str]:
+    """What the per-channel pass costs per unit, and how many of the model's convs the
+    unit's driver rule would keep per channel (``per_channel_requant_gini``)."""
+    nodes = {n.index: n for n in graph.nodes}
+    out: list[str] = []
+    for unit in dict.fromkeys(w.unit for _, w in works):
+        mine = [(k, w) for k, w in works if w.unit == unit and per_channel_pass_time(w, p) > 0]
+        if not mine:
+            continue
+        secs = sum(per_channel_pass_time(w, p) for _, w in mine)
+        elems = sum(w.per_channel_out_elements for _, w in mine)
+        text = (
+            f"{len(mine)} conv(s) with per-channel weights on {unit}: an extra pass over their "
+            f"{elems} output elements, {secs * 1e3:.3g} ms "
+            f"(units.{unit}.per_channel_pass_s_per_element, the average the published rows fit)"
+        )
+        rule = target.units[unit].per_channel_requant_gini
+        if len(rule) == 2:
+            kept = judged = 0
+            for k, _w in mine:
+                node = nodes[k.anchor]
+                g = weight_magnitude_gini(graph, node)
+                if g is None:
+                    continue
+                judged += 1
+                kept += g > (rule[1] if node.op == "depthwise_conv" else rule[0])
+            text += (
+                f"; the driver keeps per-channel scales (the pass) only where the Gini "
+                f"coefficient of a conv's |weights| exceeds {rule[0]:g} ({rule[1]:g} depthwise) "
+                f"and re-quantises the others per tensor: {kept} of {judged} here exceed it"
+                if judged
+                else "; the weights' values are not in the file: which convs the driver "
+                "re-quantises per tensor is not known"
+            )
+        out.append(text)
+    return out
+
+
 def assemble(
     target: Target,
     model: str,
@@ -861,6 +923,7 @@ def assemble(
             f"{n} kernel(s) with per-channel weights on {unit}: their compute x"
             f"{p.per_channel_slowdown[unit]:.3g} (units.{unit}.per_channel_slowdown)"
         )
+    all_notes.extend(_per_channel_pass_notes(target, report.graph, works, p))
     unknown = [ly.name for ly in layers if ly.bound == "unknown"]
     if unknown:
         all_notes.append(

@@ -110,6 +110,9 @@ class Work:
     """A transpose the runtime removes (:func:`~infercast.estimate.fusion.elided_transposes`)."""
     per_channel: bool = False
     """The anchor's weights are quantised per channel (one scale per output channel)."""
+    per_channel_out_elements: int = 0
+    """Output elements of a conv / depthwise conv anchor with per-channel weights (what a
+    unit's ``per_channel_pass_s_per_element`` charges); 0 for any other kernel."""
     parallel: bool = False
     """A multi-threaded CPU runtime splits this kernel across its threads (PARALLEL_CLASSES)."""
     broadcast_bytes: int = 0
@@ -770,6 +773,41 @@ def _separate_ports(target: Target, a_mem: str | None, w_mem: str | None) -> boo
     return target.memories[a_mem].port != target.memories[w_mem].port
 
 
+def _conv_out_elements(graph: Graph, node: Node) -> int:
+    """Output elements of a conv / depthwise conv (0 for other ops or an unknown shape)."""
+    if node.op not in ("conv", "depthwise_conv") or not node.outputs:
+        return 0
+    return graph.tensors[node.outputs[0]].elements or 0
+
+
+def weight_magnitude_gini(graph: Graph, node: Node) -> float | None:
+    """Gini coefficient of the magnitudes of a per-channel conv's dequantised weights, as
+    VeriSilicon's OpenVX driver computes it to decide whether to re-quantise them per
+    tensor (``vxoGraphOptimization_pcq_optimizeEntropy``, driver 6.4.3.p0: magnitudes below
+    1e-4 left out, sorted ascending, ``(1 + sum_j (2j - n - 1) x_j) / (n sum x)``); None
+    when the weights' values are not in the file or none is above 1e-4."""
+    w = next((t for t in weight_tensors(graph, node) if t.quant and t.quant.per_channel), None)
+    if w is None or w.quant is None or w.quant.axis is None:
+        return None
+    q = graph.constant_value(w.name)
+    if q is None or q.ndim <= w.quant.axis:
+        return None
+    shape = [1] * q.ndim
+    shape[w.quant.axis] = -1
+    scale = np.asarray(w.quant.scale, dtype=np.float64)
+    zero = np.asarray(w.quant.zero_point, dtype=np.float64)
+    if scale.size != q.shape[w.quant.axis] or zero.size not in (1, scale.size):
+        return None
+    real = q.astype(np.float64) - zero.reshape(shape if zero.size > 1 else [1] * q.ndim)
+    mag = np.sort(np.abs(real * scale.reshape(shape)).ravel())
+    mag = mag[mag >= 1e-4]
+    n = mag.size
+    if n == 0:
+        return None
+    j = np.arange(1, n + 1, dtype=np.float64)
+    return float((1.0 + np.dot(2.0 * j - n - 1.0, mag)) / (n * mag.sum()))
+
+
 def per_channel_weights(graph: Graph, node: Node) -> bool:
     """True when ``node`` is a weighted op whose weights carry one scale per channel."""
     if node.op not in WEIGHTED_OPS:
@@ -1003,6 +1041,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     cls = op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
     serial = is_serial(target, lp.unit, dev, anchor)
+    per_channel = per_channel_weights(dev, anchor)
     return Work(
         unit=lp.unit,
         op_class=cls,
@@ -1022,7 +1061,8 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         on_fallback=has_acc and lp.processor == "cpu",
         known=known,
         elided=len(members) == 1 and k.anchor in ctx.elided,
-        per_channel=per_channel_weights(dev, anchor),
+        per_channel=per_channel,
+        per_channel_out_elements=_conv_out_elements(dev, anchor) if per_channel else 0,
         parallel=cls in PARALLEL_CLASSES and not serial,
         serial=serial,
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),

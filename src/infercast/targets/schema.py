@@ -155,6 +155,16 @@ class ComputeUnit:
     barrier at its end), once per parallel kernel when threads > 1."""
     per_channel_slowdown: Factor = 1.0
     """Compute time of weights quantised per channel over per-tensor ones (1: no effect)."""
+    per_channel_pass_s_per_element: Seconds = 0.0
+    """Seconds per output element that a conv with per-channel weights costs beyond its
+    per-tensor self: an extra pass over its output (VeriSilicon's OpenVX driver on NN cores
+    without per-channel quantisation splits such a conv into a uint8 conv writing float16 and
+    a per-channel scale pass, ``vxoGraphOptimization_pcq_splitPerChannel``); 0: no pass."""
+    per_channel_requant_gini: tuple[UnitInterval, ...] = ()
+    """(conv, depthwise) thresholds of the driver rule that re-quantises a per-channel conv's
+    weights per tensor when the Gini coefficient of their magnitudes is at most the threshold
+    (VeriSilicon OpenVX driver ``vxoGraphOptimization_pcq``: 0.5 and 0.6); the forecast reports
+    how many of a model's layers exceed it. Empty: no such rule."""
     cache_bytes: Count = 0
     """CPU units: the core's own cache (L2). A kernel whose bytes (activations in and out,
     weights) exceed it moves the excess from the next level at ``spill_bandwidth_bytes_per_s``,

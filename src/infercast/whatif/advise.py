@@ -6,8 +6,8 @@ What is looked for (only where the target's data makes it matter):
 * ``kernel`` -- layers the accelerator refuses for their kernel size: the largest
   smaller kernel that it takes (``DEPTHWISE_CONV_2D:5x5=3x3`` on the K210 KPU);
 * ``quantization`` -- per-channel int8 weights on a target whose file charges for
-  them (a unit's ``per_channel_slowdown``): the per-tensor variant; a float model on
-  an integer accelerator: the int8 variant;
+  them (a unit's ``per_channel_slowdown`` or ``per_channel_pass_s_per_element``): the
+  per-tensor variant; a float model on an integer accelerator: the int8 variant;
 * ``fallback_op`` -- activations that fall back to the CPU, replaced by one the
   accelerator runs (``HARD_SWISH=RELU6``), with the CPU islands and crossings saved;
 * ``cpu_island`` -- CPU segments between accelerator segments no replacement
