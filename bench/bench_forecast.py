@@ -283,7 +283,7 @@ def calibrate_on(target: Target, model: Path, seconds: float, what: str) -> Targ
     fc = estimate(model, target)
     works = tuple(w for _, w in fc.works)
     if what == "accel":
-        works = tuple(replace(w, transfers=()) for w in works)
+        works = tuple(replace(w, transfers=(), readbacks=()) for w in works)
     sample = Sample(model.name, works, seconds, whole_model=False)
     p, values, err = fit_params(target, [sample], unit, fit_invoke=False)
     result = FitResult(

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from infercast import estimate
 from infercast.cli import main
-from infercast.estimate.forecast import kernel_time
+from infercast.estimate.forecast import Params, kernel_time
 from infercast.estimate.fusion import elided_transposes, kernels
 from infercast.frontends import load
 from infercast.ir.graph import Graph
@@ -247,6 +247,50 @@ def test_crossings_streaming_and_one_time(tmp_path: Path) -> None:
     )
     sm = estimate(big, t).layers[1]
     assert sm.placement == "cpu" and sm.bound in ("fallback", "transfer")
+
+
+def test_readback_crossings_at_their_own_rate(tmp_path: Path) -> None:
+    """An accelerator -> CPU crossing (a model output included) is copied out at
+    ``crossing.readback_bytes_per_s`` where stated (NXP's i.MX 93 Ethos-U kernel memcpy's
+    every output out of the driver's buffer); CPU -> accelerator ones keep ``bytes_per_s``;
+    the vectorised evaluation and the fit read the same rate."""
+    from infercast.estimate.fit import Batch, Sample, fit_values, predict
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["a"], ["s"]),
+        helper.make_node("Conv", ["s", "w2"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    path = _model(
+        tmp_path, nodes, [_w("w1", (8, 8, 3, 3)), _w("w2", (8, 8, 3, 3))], [1, 8, 16, 16], "rb"
+    )
+    text = ACCEL.format(cache=10**6).replace(
+        "bytes_per_s = 1e8\n", "bytes_per_s = 1e8\nreadback_bytes_per_s = 2e7\n"
+    )
+    t = load_target(str(_target(tmp_path, text)))
+    assert t.crossing.readback_bytes_per_s == 2e7
+    fc = estimate(path, t)
+    c1, sig, c2 = fc.layers
+    fmap = 8 * 16 * 16 * 4
+    assert c1.transfer_s == pytest.approx(1e-4 + fmap / 1e8)  # model input -> npu
+    assert sig.transfer_s == pytest.approx(1e-4 + fmap / 2e7)  # npu -> cpu: read back
+    # cpu -> npu at the link's rate, the model output npu -> cpu read back
+    assert c2.transfer_s == pytest.approx(1e-4 + fmap / 1e8 + 1e-4 + fmap / 2e7)
+    # unstated: every crossing at bytes_per_s, as before
+    t0 = load_target(str(_target(tmp_path, ACCEL.format(cache=10**6), "t0.toml")))
+    p0 = Params.of(t0)
+    assert p0.readback_rate == p0.crossing_bytes_per_s == 1e8
+    assert estimate(path, t0).layers[1].transfer_s == pytest.approx(1e-4 + fmap / 1e8)
+    sample = Sample("rb", tuple(w for _, w in fc.works), 1.0)
+    p = Params.of(t)
+    assert p.get("crossing.readback_bytes_per_s") == 2e7
+    for keys in ([], ["crossing.readback_bytes_per_s"], ["crossing.bytes_per_s"]):
+        b = Batch([sample], p, keys)
+        assert list(b.latencies(b.full())) == pytest.approx([predict(sample, p)], rel=1e-9)
+    truth = p.with_values({"crossing.readback_bytes_per_s": 5e7})
+    measured = Sample("rb", sample.works, predict(sample, truth))
+    f = fit_values([measured], p, ["crossing.readback_bytes_per_s"], prior_weight=0.0)
+    assert f.values["crossing.readback_bytes_per_s"] == pytest.approx(5e7, rel=1e-3)
 
 
 def test_json_csv_and_cli(

@@ -194,8 +194,9 @@ class Batch:
         cols["streamed"].append(float(w.streamed_bytes))
         cols["ov"].append(self._param(f"units.{u}.op_overhead_s"))
         cols["sync"].append(self._param(f"units.{u}.thread_sync_s") if par else -1)
-        cols["ntr"].append(0.0 if s.device_only else float(len(w.transfers)))
+        cols["ntr"].append(0.0 if s.device_only else float(len(w.transfers) + len(w.readbacks)))
         cols["trb"].append(0.0 if s.device_only else float(sum(w.transfers)))
+        cols["rbb"].append(0.0 if s.device_only else float(sum(w.readbacks)))
         rw = w.rewrite_bytes is not None
         cols["rw"].append(1.0 if rw else 0.0)
         cols["rwb"].append(float(w.rewrite_bytes or 0))
@@ -256,11 +257,17 @@ class Batch:
             sbw = self.base.crossing_stream_bytes_per_s
         else:  # the stream runs at the link's rate, fitted or not
             sbw = xbw
+        if "crossing.readback_bytes_per_s" in self._index:
+            rbw = theta[self._index["crossing.readback_bytes_per_s"]]
+        elif self.base.crossing_readback_bytes_per_s > 0:
+            rbw = self.base.crossing_readback_bytes_per_s
+        else:  # read back at the link's rate, fitted or not
+            rbw = xbw
         weights = c["wb"] + c["bb"] * t0[c["bf"]]
         act_s, w_s = c["act"] * inv_bw[c["act_bw"]], weights * inv_bw[c["w_bw"]]
         both = np.where(c["ports"] > 0, np.maximum(act_s, w_s), act_s + w_s)
         memory = both + c["streamed"] / sbw
-        transfer = c["ntr"] * xfix + c["trb"] / xbw
+        transfer = c["ntr"] * xfix + c["trb"] / xbw + c["rbb"] / rbw
         rewrite = c["rw"] * (t0[c["rw_ov"]] + c["rwb"] * inv_bw[c["rw_bw"]])
         overhead = t0[c["ov"]] + t0[c["sync"]]
         spill = c["spill"] * inv_bw[c["sp_bw"]]
@@ -278,7 +285,7 @@ class Batch:
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
                   "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rw", "rwb", "ports", "spill", "pce")  # fmt: skip
+            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #

@@ -40,8 +40,9 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   accumulators idle (0, the default, turns the effect off; calibration fits it);
 * ``overhead_s`` = the unit's ``op_overhead_s`` (once per kernel);
 * ``transfer_s`` = each accelerator <-> CPU crossing (``crossing.fixed_s +
-  bytes / crossing.bytes_per_s``), charged to the layer that receives the
-  tensor (model outputs: to the layer that produces it);
+  bytes / crossing.bytes_per_s``; an accelerator -> CPU one at
+  ``crossing.readback_bytes_per_s`` where stated), charged to the layer that receives
+  the tensor (model outputs: to the layer that produces it);
 * ``rewrite_s`` for a ``partial`` layer: one pass of the fallback processor
   over the output (Pad / Crop / StridedSlice steps the compiler adds).
 
@@ -131,6 +132,8 @@ class Params:
     invoke_s: float
     crossing_stream_bytes_per_s: float = 0.0
     """Bytes/s of weights streamed beyond a streaming cache (0: ``crossing_bytes_per_s``)."""
+    crossing_readback_bytes_per_s: float = 0.0
+    """Bytes/s of an accelerator -> CPU crossing (0: ``crossing_bytes_per_s``)."""
     reduction_half: Mapping[str, float] = field(default_factory=dict)
     """unit -> ``reduction_half_depth`` (0: no short-dot-product effect)."""
     cores: Mapping[str, int] = field(default_factory=dict)
@@ -188,6 +191,7 @@ class Params:
             crossing_fixed_s=target.crossing.fixed_s,
             crossing_bytes_per_s=target.crossing.bytes_per_s,
             crossing_stream_bytes_per_s=target.crossing.stream_bytes_per_s,
+            crossing_readback_bytes_per_s=target.crossing.readback_bytes_per_s,
             invoke_s=target.calibration.invoke_overhead_s,
             reduction_half={u.name: u.reduction_half_depth for u in target.units.values()},
             cores={u.name: u.cores for u in cpus},
@@ -245,6 +249,11 @@ class Params:
         """Bytes/s of the weights streamed beyond a streaming cache."""
         return self.crossing_stream_bytes_per_s or self.crossing_bytes_per_s
 
+    @property
+    def readback_rate(self) -> float:
+        """Bytes/s of an accelerator -> CPU crossing."""
+        return self.crossing_readback_bytes_per_s or self.crossing_bytes_per_s
+
     # -- dotted keys ---------------------------------------------------------- #
 
     def get(self, key: str) -> float:
@@ -252,6 +261,8 @@ class Params:
         slot, sub = _slot(key)
         if slot == "crossing_stream_bytes_per_s":
             return self.stream_rate
+        if slot == "crossing_readback_bytes_per_s":
+            return self.readback_rate
         if slot in ("crossing_fixed_s", "crossing_bytes_per_s", "invoke_s"):
             return float(getattr(self, slot))
         table = getattr(self, slot)
@@ -277,6 +288,7 @@ class Params:
                 "crossing_fixed_s",
                 "crossing_bytes_per_s",
                 "crossing_stream_bytes_per_s",
+                "crossing_readback_bytes_per_s",
                 "invoke_s",
             ):
                 changes[slot] = float(v)
@@ -308,6 +320,8 @@ def _slot(key: str) -> tuple[str, Any]:
         return "crossing_bytes_per_s", None
     if key == "crossing.stream_bytes_per_s":
         return "crossing_stream_bytes_per_s", None
+    if key == "crossing.readback_bytes_per_s":
+        return "crossing_readback_bytes_per_s", None
     if key == "calibration.invoke_overhead_s":
         return "invoke_s", None
     if len(parts) == 3 and parts[0] == "memories" and parts[2] == "bandwidth_bytes_per_s":
@@ -325,7 +339,7 @@ def _slot(key: str) -> tuple[str, Any]:
         "units.U.per_channel_slowdown, units.U.thread_sync_s, units.U.peak_<dtype>_ops_per_s, "
         "units.U.spill_bandwidth_bytes_per_s, "
         "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s, "
-        "crossing.stream_bytes_per_s or "
+        "crossing.stream_bytes_per_s, crossing.readback_bytes_per_s or "
         "calibration.invoke_overhead_s",
     )
 
@@ -461,6 +475,7 @@ def kernel_time(w: Work, p: Params) -> Times:
     memory = max(act, weights) if w.separate_ports else act + weights
     memory += w.streamed_bytes / p.stream_rate
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
+    transfer += sum(p.crossing_fixed_s + b / p.readback_rate for b in w.readbacks)
     rewrite = 0.0
     if w.rewrite_bytes is not None:
         rewrite = p.overhead_s.get(w.fallback_unit, 0.0)

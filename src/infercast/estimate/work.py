@@ -97,7 +97,10 @@ class Work:
     """Length K of the kernel's dot products (conv: input channels per group x taps; FC: input
     features); 0 where the op has none."""
     transfers: tuple[int, ...] = ()
-    """Bytes of each crossing charged to this kernel."""
+    """Bytes of each crossing charged to this kernel, but those in ``readbacks``."""
+    readbacks: tuple[int, ...] = ()
+    """Bytes of each accelerator -> CPU crossing charged to this kernel (the CPU copies the
+    tensor out of the accelerator's buffer: ``crossing.readback_bytes_per_s``)."""
     rewrite_bytes: int | None = None
     """Output bytes of a ``partial`` layer (the fallback's extra pass); None if not partial."""
     fallback_unit: str = ""
@@ -879,12 +882,17 @@ def split_serial(
     return out
 
 
-def _transfers(report: PlacementReport, groups: list[Kernel]) -> dict[int, list[int]]:
+def _transfers(
+    report: PlacementReport, groups: list[Kernel], *, readback: bool = False
+) -> dict[int, list[int]]:
     """Crossing bytes per kernel anchor: charged to the receiving layer, model outputs to
-    their producer."""
+    their producer; the accelerator -> CPU crossings where ``readback``, the others where
+    not."""
     member_of = {i: k.anchor for k in groups for i in k.members}
     out: dict[int, list[int]] = {}
     for c in report.crossings:
+        if (c.source == "accelerator" and c.destination == "cpu") != readback:
+            continue
         at = min(c.consumers) if c.consumers else c.producer
         if at is not None and at in member_of:
             out.setdefault(member_of[at], []).append(c.bytes or 0)
@@ -991,6 +999,7 @@ class _Context:
     place_of: dict[int, LayerPlacement]
     nodes: dict[int, Node]
     transfers: dict[int, list[int]]
+    readbacks: dict[int, list[int]]
     caches: _StreamingCaches
     elided: set[int]
     missing_peak: set[str]
@@ -1055,6 +1064,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         act_memory=a_mem,
         weight_memory=w_mem,
         transfers=tuple(ctx.transfers.get(k.anchor, ())),
+        readbacks=tuple(ctx.readbacks.get(k.anchor, ())),
         rewrite_bytes=out_bytes if lp.placement == "partial" else None,
         fallback_unit=target.placement.fallback,
         fallback_memory=memory_for(target, ("activations",)),
@@ -1086,6 +1096,7 @@ def build_works(
         place_of={ly.index: ly for ly in report.layers},
         nodes={n.index: n for n in dev.nodes},
         transfers=_transfers(report, groups),
+        readbacks=_transfers(report, groups, readback=True),
         caches=_StreamingCaches(target),
         elided=elided,
         missing_peak=set(),

@@ -92,6 +92,12 @@ def _placement(t: Target) -> list[str]:
             f"; weights streamed beyond a cache: {_rate(t.crossing.stream_bytes_per_s)}B/s"
             if t.crossing.stream_bytes_per_s
             else ""
+        )
+        + (
+            f"; {pl.accelerator} -> {pl.fallback} read back at "
+            f"{_rate(t.crossing.readback_bytes_per_s)}B/s"
+            if t.crossing.readback_bytes_per_s
+            else ""
         ),
         f"- One-time graph compilation: {t.graph_compile_s:g} s"
         + (

@@ -283,6 +283,11 @@ class Crossing:
     """Sustained rate of the weights a streaming cache cannot hold (``on_overflow =
     "stream"``), sent every inference as one long run of back-to-back transfers that
     overlap the accelerator's work; 0: the link's ``bytes_per_s``."""
+    readback_bytes_per_s: RateOrZero = 0.0
+    """Rate at which the fallback CPU copies a tensor the accelerator wrote (an accelerator
+    -> CPU crossing, a model output included) out of the accelerator's buffer, where that
+    differs from the other direction: a driver buffer the CPU maps uncached is written at
+    write-combining speed but read a load at a time; 0: ``bytes_per_s``."""
 
     def seconds(self, nbytes: int) -> float:
         return self.fixed_s + nbytes / self.bytes_per_s
