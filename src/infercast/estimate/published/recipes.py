@@ -1126,6 +1126,136 @@ def midas_v21_small(size: int = 256) -> Any:
     return k.Model(inp, y)
 
 
+def tiny_resnet8(size: int = 32, filters: int = 16, classes: int = 10) -> Any:
+    """MLPerf Tiny image-classification ResNet-8 (CIFAR-10), the model NXP's eIQ zoo
+    (``tasks/vision/classification/tiny-resnet``) downloads as
+    ``pretrainedResnet_quant.tflite`` from mlcommons/tiny ``benchmark/training/
+    image_classification/trained_models``; layers after that repo's ``keras_model.py``
+    ``resnet_v1_eembc`` with the 16 filters of the file (its later default, 26, makes the
+    200 k model): 3x3 conv (bias) + BN + ReLU at 32x32, then three stacks of two 3x3 convs
+    (16, 32, 64 ch; the second and third start with stride 2 and take the identity through
+    a 1x1 stride-2 conv, no BN), ADD and ReLU, average pool 8x8, FC 10, softmax.
+    ``model_converter.py`` converts with the TF2 converter (Optimize.DEFAULT,
+    TFLITE_BUILTINS_INT8, int8 input and output): per-channel int8.
+    This builds 78,666 params (Keras' count, batch-norm statistics included) and 12.50 M
+    MACs (25.0 M FLOPs); the eIQ README says 78,666 params and 25 MOPS. Checked against the
+    file itself (mlcommons/tiny blob 0e2f5df, unchanged from 2021 to the eIQ recipe's
+    download; int8 input and output, per-channel convs): op for op the same 9 CONV_2D, 3 ADD
+    with fused ReLU, AVERAGE_POOL_2D, FULLY_CONNECTED and SOFTMAX, and shapes; the file also
+    has a RESHAPE before the FC and per-tensor FC weights, which today's converter folds /
+    quantises per channel (15 ops here against 16)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, filters, 3, bias=True)
+    for i, c in enumerate((filters, 2 * filters, 4 * filters)):
+        s = 1 if i == 0 else 2
+        y = _conv_bn(x, c, 3, s, bias=True)
+        y = _conv_bn(y, c, 3, act=None, bias=True)
+        if s != 1:
+            x = L.Conv2D(c, 1, strides=s, padding="same")(x)
+        x = L.Activation("relu")(L.Add()([x, y]))
+    x = L.AveragePooling2D(int(x.shape[1]))(x)
+    x = L.Dense(classes, activation="softmax")(L.Flatten()(x))
+    return k.Model(inp, x)
+
+
+def deepface_emotion(size: int = 48, classes: int = 7) -> Any:
+    """deepface's facial-expression CNN as serengil/deepface builds it
+    (``deepface/extendedmodels/Emotion.py`` ``loadModel``, unchanged but for formatting from
+    2020 through deepface 0.0.75, which NXP's eIQ zoo
+    ``tasks/vision/classification/deepface-emotion/requirements.txt`` pins): 48x48
+    grayscale; 5x5 conv 64 (valid, ReLU), max pool 5/2; two 3x3 convs 64, average pool 3/2;
+    two 3x3 convs 128, average pool 3/2 (all valid, with bias); flatten (1x1x128), FC 1024,
+    FC 1024 (ReLU; the dropouts are no-ops at inference), FC 7, softmax.
+    This builds 1,485,831 params and 28.84 M MACs (57.7 M FLOPs; 58.35 M with the pools and
+    element-wise work); the eIQ README says 58.5 MOPS, and 23,497,424 params, which
+    is FaceNet512's count copied from that README (its accuracy table still says
+    "FaceNet512" too): this network cannot hold 23 M params (its largest layer, the second
+    FC, has 1.05 M)."""
+    k = _k()
+    L = k.layers
+    inp = _input((size, size, 1))
+    x = _conv_bn(inp, 64, 5, act="relu", bn=False, bias=True, pad="valid")
+    x = L.MaxPooling2D(5, 2)(x)
+    for c in (64, 128):
+        x = _conv_bn(x, c, 3, act="relu", bn=False, bias=True, pad="valid")
+        x = _conv_bn(x, c, 3, act="relu", bn=False, bias=True, pad="valid")
+        x = L.AveragePooling2D(3, 2)(x)
+    x = L.Flatten()(x)
+    x = L.Dense(1024, activation="relu")(x)
+    x = L.Dense(1024, activation="relu")(x)
+    x = L.Dense(classes, activation="softmax")(x)
+    return k.Model(inp, x)
+
+
+def yolo_face_nxp(height: int = 128, width: int = 160) -> Any:
+    """NXP's "YOLO Face" detector (NXP/eiq-model-zoo@58c2b002
+    ``tasks/vision/object-detection/faceDet``), developed at NXP and shipped only as
+    ``yolo_face_detect.tflite`` (no training code; keras-yolo3 is cited for the training
+    method). Rebuilt from that file's graph (op by op: types, kernels, strides, padding,
+    fused ReLU6, tensor shapes; its tensor names give the Keras layers): input 1x128x160x3
+    (the README's "(160, 128, 3)" is width first); a Keras MobileNet v1 alpha 0.25 stem
+    (``conv1`` 3x3/2 8 ch, ``conv_dw_1..4`` / ``conv_pw_1..4`` to 64 ch at 16x20, the
+    stride-2 depthwise convs after ``conv_pad`` ZeroPadding2D((0, 1), (0, 1)) and VALID);
+    then MobileNet depthwise-separable blocks (no bias, BN, ReLU6) at 64 ch, 2x2 max pools,
+    nearest x2 resizes and ADDs between three scales (16x20, 8x10, 4x5), 1x1 convs (bias,
+    BN, ReLU6) to 32 / 64 / 192 ch, and per scale a head: 3x3 depthwise (bias, BN, ReLU6)
+    on 192 ch, 1x1 to 144 (bias, ReLU6, no BN), 1x1 to 18 (3 anchors x (5 + 1 class), bias,
+    no activation). No decoding in the graph (``example.py`` decodes in numpy).
+    This builds 189,654 params (Keras' count, batch norms included; 180,678 once folded,
+    as the file holds) and 30.60 M MACs; the README says 189,654 params, and the shipped
+    file analyses to the same 180,678 params and 30.60 M MACs (int8 per-channel, int8 input
+    and output). Op for op the same but for the file's 2 PADs before the stride-2 depthwise
+    convs, which today's converter folds into SAME (55 ops here against 57)."""
+    k = _k()
+    L = k.layers
+    relu6 = "relu6"
+
+    def sep(x: Any, c: int, s: int = 1) -> Any:  # keras MobileNet _depthwise_conv_block
+        if s != 1:
+            x = L.ZeroPadding2D(((0, 1), (0, 1)))(x)
+        x = _dw_bn(x, 3, s, act=relu6, pad="same" if s == 1 else "valid")
+        return _conv_bn(x, c, 1, act=relu6)
+
+    def pw(x: Any, c: int) -> Any:  # Conv2D(bias) + BN + ReLU6
+        return _conv_bn(x, c, 1, act=relu6, bias=True)
+
+    def head(x: Any) -> Any:
+        x = L.DepthwiseConv2D(3, padding="same", use_bias=True)(x)
+        x = _act(L.BatchNormalization()(x), relu6)
+        x = _conv_bn(x, 144, 1, act=relu6, bn=False, bias=True)
+        return L.Conv2D(18, 1, padding="same")(x)
+
+    def up2(x: Any) -> Any:  # RESIZE_NEAREST_NEIGHBOR, as the file has (not RESHAPE / TILE)
+        return L.Resizing(2 * int(x.shape[1]), 2 * int(x.shape[2]), interpolation="nearest")(x)
+
+    pool = L.MaxPooling2D(2, 2)
+    inp = _input((height, width, 3))
+    x = _conv_bn(inp, 8, 3, 2, act=relu6)
+    x = sep(x, 16)
+    x = sep(x, 32, 2)
+    x = sep(x, 32)
+    p16 = sep(x, 64, 2)  # 16x20
+    p8 = pool(sep(p16, 64))  # 8x10
+    p4 = pool(sep(p8, 64))  # 4x5
+    a4 = pw(p4, 32)
+    a8 = L.Add()([p8, up2(p4)])
+    a8 = L.Add()([a8, sep(a8, 64)])
+    a16 = L.Add()([p16, up2(pw(a8, 64))])
+    a16 = L.Add()([a16, sep(a16, 64)])
+    b16 = sep(a16, 64)
+    out16 = head(pw(b16, 192))
+    b8 = L.Add()([a8, pw(pool(b16), 64)])
+    b8 = L.Add()([b8, sep(b8, 64)])
+    c8 = sep(b8, 64)
+    out8 = head(pw(c8, 192))
+    b4 = L.Add()([a4, pw(pool(c8), 32)])
+    b4 = L.Add()([b4, sep(b4, 32)])
+    out4 = head(pw(b4, 192))
+    return k.Model(inp, [out4, out8, out16])  # the file's output order
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -1165,6 +1295,9 @@ _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
 _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
+_r("tiny_resnet8_32", tiny_resnet8, "mlcommons/tiny image_classification keras_model.py")
+_r("deepface_emotion_48", deepface_emotion, "serengil/deepface extendedmodels/Emotion.py (0.0.75)")
+_r("yolo_face_nxp_128x160", yolo_face_nxp, "NXP/eiq-model-zoo@58c2b002 faceDet .tflite graph")
 _r("mnasnet_a1_075_224", mnasnet_a1)
 _r("facenet512_160", facenet512)
 _r("ssdlite_mnv2_300", ssdlite_mnv2)
