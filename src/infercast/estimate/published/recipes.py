@@ -1256,6 +1256,232 @@ def yolo_face_nxp(height: int = 128, width: int = 160) -> Any:
     return k.Model(inp, [out4, out8, out16])  # the file's output order
 
 
+def ultraface_slim(height: int = 240, width: int = 320) -> Any:
+    """Ultra-Light-Fast-Generic-Face-Detector-1MB "version-slim" at 320x240 with its in-graph
+    post-processing, as NXP's eIQ zoo converts it (NXP/eiq-model-zoo@58c2b002
+    ``tasks/vision/object-detection/ultraface-slim/``: README, ``recipe.sh``, ``slim.patch``):
+    Linzaer/Ultra-Light-Fast-Generic-Face-Detector-1MB@dffdddd ``tf/model/slim_320.py``
+    (``create_slim_net((240, 320), base_channel=16, num_classes=2)``, ``tf/convert_tensorflow.py``)
+    with the layers of ``tf/backend/op.py``: every 3x3 conv is ZeroPadding2D(1) + a VALID conv
+    (``conv_bn``, ``conv_dw``, ``separable_conv``), BN and ReLU after the backbone's convs, a
+    bias and no BN in the heads. Backbone: conv_bn 3x3/2 16, then 12 conv_dw (depthwise 3x3 +
+    BN + ReLU, 1x1 + BN + ReLU) of 32, 32/2, 32, 64/2, 64, 64, 64 (header 0, 30x40), 128/2,
+    128, 128 (header 1, 15x20), 256/2, 256 (header 2, 8x10); extras: 1x1 conv 64 + ReLU,
+    separable_conv 3x3/2 to 256 + ReLU (header 3, 4x5). Heads: separable_conv (depthwise 3x3
+    with bias + ReLU, 1x1 with bias) to anchors x 4 and anchors x 2 on headers 0-2 (3, 2, 2
+    anchors), plain 3x3 SAME convs on header 3 (3 anchors): 4420 boxes.
+
+    Post-processing as ``slim.patch`` leaves ``tf/backend/utils.py``'s ``post_processing``:
+    each head reshaped to (n, 4) / (n, 2) without the batch dimension, concatenated on axis 0,
+    softmax on the class scores, ``decode_regression`` against the fixed priors (centre
+    variance 0.1, size variance 0.2: MUL / ADD, EXP, SUB / ADD, CONCATENATION, clip to
+    [0, 1]), concatenated to (4420, 6), then ``tf.image.non_max_suppression`` (100 boxes,
+    IoU 0.3, no score threshold: the patch drops the confidence mask and the top-k) and a
+    GATHER of the kept rows: a (<= 100, 6) float32 output.
+
+    This builds 264,732 params (Keras' count, batch-norm statistics included) and 81.41 M
+    MACs, 163.7 M FLOPs without the NMS (``infercast analyze`` of the int8 file, which costs
+    the NMS's worst case at a further 146.5 M); the README says 264,732 params and
+    168,707,432 FLOPS (3 % more: how it counts the element-wise work is not stated)."""
+    import numpy as np
+    import tensorflow as tf
+
+    k = _k()
+    L = k.layers
+    inp = _input((height, width, 3))
+
+    def conv_dw(x: Any, c: int, s: int) -> Any:
+        x = L.ZeroPadding2D(1)(x)
+        x = _dw_bn(x, 3, s, pad="valid")
+        return _conv_bn(x, c, 1)
+
+    def sep(x: Any, c: int, s: int = 1) -> Any:
+        x = L.ZeroPadding2D(1)(x)
+        x = L.DepthwiseConv2D(3, strides=s)(x)
+        return L.Conv2D(c, 1)(L.ReLU()(x))
+
+    x = _conv_bn(L.ZeroPadding2D(1)(inp), 16, 3, 2, pad="valid")
+    heads = []
+    for i, (c, s) in enumerate(((32, 1), (32, 2), (32, 1), (64, 2), (64, 1), (64, 1), (64, 1),
+                                (128, 2), (128, 1), (128, 1), (256, 2), (256, 1))):  # fmt: skip
+        x = conv_dw(x, c, s)
+        if i in (6, 9, 11):  # basenet.7 / .10 / .12: headers 0-2
+            heads.append(x)
+    y = L.ReLU()(L.Conv2D(64, 1)(x))
+    h3 = L.ReLU()(sep(y, 256, 2))
+    anchors = (3, 2, 2, 3)
+    regs = [sep(h, a * 4) for h, a in zip(heads, anchors, strict=False)]
+    clss = [sep(h, a * 2) for h, a in zip(heads, anchors, strict=False)]
+    regs.append(L.Conv2D(12, 3, padding="same")(h3))
+    clss.append(L.Conv2D(6, 3, padding="same")(h3))
+
+    # the fixed priors of tf/backend/utils.py decode_regression (image_size is (w, h))
+    fmaps = [(int(t.shape[2]), int(t.shape[1])) for t in regs]
+    min_boxes = [[10, 16, 24], [32, 48], [64, 96], [128, 192, 256]]
+    priors = []
+    for (fw, fh), mb in zip(fmaps, min_boxes, strict=True):
+        gx, gy = np.meshgrid((np.arange(fw) + 0.5) / fw, (np.arange(fh) + 0.5) / fh)
+        xy = np.repeat(np.stack([gx, gy], -1).reshape(-1, 2), len(mb), axis=0)
+        wh = np.tile(np.stack([np.array(mb) / width, np.array(mb) / height], -1), (fw * fh, 1))
+        priors.append(np.concatenate([xy, wh], -1))
+    pri = np.concatenate(priors).astype(np.float32)  # 4420 x 4 at 320x240
+
+    def post(ts: list[Any]) -> Any:
+        rs, cs = ts[:4], ts[4:]
+        reg = tf.concat([tf.reshape(r, (-1, 4)) for r in rs], axis=0)
+        cls = tf.nn.softmax(tf.concat([tf.reshape(c, (-1, 2)) for c in cs], axis=0), axis=-1)
+        p = tf.constant(pri)
+        cxy = reg[:, :2] * 0.1 * p[:, 2:] + p[:, :2]
+        cwh = tf.exp(reg[:, 2:] * 0.2) * p[:, 2:]
+        loc = tf.clip_by_value(tf.concat([cxy - cwh / 2, cxy + cwh / 2], -1), 0.0, 1.0)
+        res = tf.concat([cls, loc], axis=-1)
+        keep = tf.image.non_max_suppression(loc, cls[:, 1], 100, iou_threshold=0.3)
+        return tf.gather(res, keep, axis=0)
+
+    out = L.Lambda(post, output_shape=(6,))(regs + clss)
+    return k.Model(inp, out)
+
+
+def whenet(size: int = 224) -> Any:
+    """WHENet (Zhou & Gregson 2020, arXiv:2005.10353) as NXP's eIQ zoo converts it
+    (NXP/eiq-model-zoo@58c2b002 ``tasks/vision/pose-estimation/whenet/``: README,
+    ``recipe.sh``, ``utils.py get_whenet`` after Ascend-Research/HeadPoseEstimation-WHENet
+    ``whenet.py``): qubvel/efficientnet ``efficientnet.keras.EfficientNetB0(include_top=False,
+    input_shape=(224, 224, 3))`` (``efficientnet/model.py``), then a global average pool and
+    three FC heads with bias: yaw 120, pitch 66, roll 66 (no softmax in the graph).
+
+    qubvel's EfficientNet-B0 differs from ``keras.applications``': no rescaling or
+    normalisation layers (the caller normalises), every conv SAME (no ZeroPadding2D before the
+    stride-2 ones); swish is ``tf.nn.swish`` (x * sigmoid(x): LOGISTIC + MUL in TFLite);
+    squeeze-excite is GlobalAveragePooling2D -> Reshape (1, 1, C) -> 1x1 conv with bias to
+    max(1, int(block input ch x 0.25)) + swish -> 1x1 conv with bias + sigmoid -> MUL;
+    ``include_top=False`` keeps the 1x1 conv to 1280 + BN + swish; dropout / drop-connect
+    are inference no-ops.
+
+    This builds 4,372,376 params (Keras' count, BN statistics included; 4,049,564 in the
+    backbone + 322,812 in the heads) and 0.385 G MACs, 0.805 G FLOPs with the element-wise
+    work (``infercast analyze``); the README says 4.4 M params and 781 M FLOPS (3 % fewer:
+    how it counts the swish / squeeze-excite work is not stated)."""
+    k = _k()
+    L = k.layers
+
+    def swish(x: Any) -> Any:
+        return L.Multiply()([x, L.Activation("sigmoid")(x)])
+
+    inp = _input((size, size, 3))
+    x = swish(_conv_bn(inp, 32, 3, 2, act=None))
+    cin = 32
+    for t, kk, s, c, n in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                           (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):  # fmt: skip
+        for i in range(n):
+            si = s if i == 0 else 1
+            y = swish(_conv_bn(x, cin * t, 1, act=None)) if t != 1 else x
+            y = swish(_dw_bn(y, kk, si, act=None))
+            e = int(y.shape[-1])
+            se = L.Reshape((1, 1, e))(L.GlobalAveragePooling2D()(y))
+            se = swish(L.Conv2D(max(1, int(cin * 0.25)), 1)(se))
+            se = L.Conv2D(e, 1, activation="sigmoid")(se)
+            y = _conv_bn(L.Multiply()([y, se]), c, 1, act=None)
+            if si == 1 and cin == c:
+                y = L.Add()([y, x])
+            x, cin = y, c
+    x = swish(_conv_bn(x, 1280, 1, act=None))
+    x = L.GlobalAveragePooling2D()(x)
+    return k.Model(inp, [L.Dense(120)(x), L.Dense(66)(x), L.Dense(66)(x)])
+
+
+def selfie_segmenter(height: int = 256, width: int = 256, pool: str = "avg") -> Any:
+    """MediaPipe Selfie Segmenter (general 256x256 or landscape 144x256) as NXP's eIQ zoo
+    converts it (NXP/eiq-model-zoo@58c2b002
+    ``tasks/vision/semantic-segmentation/selfie-segmenter/``: README, ``recipe.sh``):
+    MediaPipe's float16 TFLite file -> PINTO0309/tflite2tensorflow (saved model) -> TF 2.11
+    converter, int8 per-channel with float32 input and output.
+
+    Layer by layer after MediaPipe's float16 ``selfie_segmentation.tflite`` /
+    ``selfie_segmentation_landscape.tflite`` (``mediapipe/modules/selfie_segmentation``, the
+    same network and model card as the Tasks ``selfie_segmenter`` the recipe downloads: both
+    files are 244 KB in float16, as the README says of its two), read op by op (weights
+    dequantised from float16, BN folded, every conv with a bias): a MobileNetV3-small-like
+    encoder -- 3x3/2 conv 16 + hard-swish (128x128 tap); bottlenecks (expansion, kernel,
+    stride, out, SE, activation) (16, 3, 2, 16, SE, ReLU; 64x64 tap), (72, 3, 2, 24, -, ReLU),
+    (88, 3, 1, 24, -, ReLU; 32x32 tap), (96, 5, 2, 32, SE, hs), (128, 5, 1, 32, SE, hs) x 2,
+    (96, 5, 1, 32, SE, hs) x 2, each with its 1x1 expansion conv (the first too), SE =
+    global average pool, 1x1 + ReLU to a quarter, 1x1 + sigmoid, MUL; an LR-ASPP head on the
+    16x16x32 map (1x1 to 128 + ReLU times sigmoid(1x1 to 128 of the global pool)); three
+    decoder stages (bilinear x2 with half-pixel centres, 1x1 conv to the skip's channels
+    24 / 16 / 16, ADD with the skip, a gate: skip x sigmoid(1x1(ReLU(1x1(pool(sum))))) + the
+    upsampled branch, then 1x1 + ReLU, depthwise 3x3 + ReLU, ADD); a 2x2/2 transposed conv to
+    1 channel with bias (MediaPipe's custom Convolution2DTransposeBias, which
+    tflite2tensorflow writes as ``conv2d_transpose`` SAME + ADD: TRANSPOSE_CONV here) and a
+    sigmoid. tflite2tensorflow writes HARD_SWISH as x * relu6(x + 3) * 0.16666667 (the
+    converter fuses it back into HARD_SWISH), the general file's global pools as
+    AVERAGE_POOL_2D (``pool="avg"``), the landscape file's as MEAN (``pool="mean"``).
+
+    The int8 file holds the float16 file's ops one for one (CONV_2D 43, ADD 14, HARD_SWISH
+    11, DEPTHWISE_CONV_2D 11, LOGISTIC 11, AVERAGE_POOL_2D or MEAN 10, MUL 10,
+    RESIZE_BILINEAR 3, TRANSPOSE_CONV 1 for the custom op) plus the QUANTIZE / DEQUANTIZE
+    of the float32 edges. This builds 106,401 params (the float16 files hold 106,401
+    weights and biases) and 59.2 M MACs, 129.2 M FLOPs with the element-wise work at
+    256x256 (33.3 M / 72.7 M at 144x256; ``infercast analyze``); the README says 127.7 M
+    OPS and "63.84 M MACs" at 256x256, 71.6 M OPS and "35.78 M MACs" at 144x256: its MACs
+    are its OPS halved, and its OPS count the element-wise work too (ours 1.2 % / 1.5 %
+    more)."""
+    import tensorflow as tf
+
+    k = _k()
+    L = k.layers
+
+    def hswish(x: Any) -> Any:
+        return L.Lambda(lambda t: t * tf.nn.relu6(t + 3.0) * 0.16666667)(x)
+
+    def cv(x: Any, c: int, kk: int = 1, s: int = 1, act: str | None = "relu") -> Any:
+        x = L.Conv2D(c, kk, strides=s, padding="same")(x)
+        return hswish(x) if act == "hs" else _act(x, act)
+
+    def dw(x: Any, kk: int, s: int = 1, act: str | None = "relu") -> Any:
+        x = L.DepthwiseConv2D(kk, strides=s, padding="same")(x)
+        return hswish(x) if act == "hs" else _act(x, act)
+
+    def gpool(x: Any) -> Any:
+        if pool == "mean":
+            return L.GlobalAveragePooling2D(keepdims=True)(x)
+        return L.AveragePooling2D((int(x.shape[1]), int(x.shape[2])))(x)
+
+    def gate(x: Any, c: int) -> Any:
+        return cv(cv(gpool(x), c), c, act="sigmoid")
+
+    def up(x: Any) -> Any:
+        return L.UpSampling2D(2, interpolation="bilinear")(x)
+
+    inp = _input((height, width, 3))
+    x = cv(inp, 16, 3, 2, act="hs")
+    skips = [x]
+    cin = 16
+    for e, kk, s, c, se, act in ((16, 3, 2, 16, 8, "relu"), (72, 3, 2, 24, 0, "relu"),
+                                 (88, 3, 1, 24, 0, "relu"), (96, 5, 2, 32, 24, "hs"),
+                                 (128, 5, 1, 32, 32, "hs"), (128, 5, 1, 32, 32, "hs"),
+                                 (96, 5, 1, 32, 24, "hs"), (96, 5, 1, 32, 24, "hs")):  # fmt: skip
+        y = dw(cv(x, e, act=act), kk, s, act=act)
+        if se:
+            y = L.Multiply()([y, cv(cv(gpool(y), se), e, act="sigmoid")])
+        y = cv(y, c, act=None)
+        if s == 1 and cin == c:
+            y = L.Add()([y, x])
+        if e in (16, 88):
+            skips.append(y)
+        x, cin = y, c
+    x = L.Multiply()([cv(x, 128), cv(gpool(x), 128, act="sigmoid")])
+    for skip in reversed(skips):
+        c = int(skip.shape[-1])
+        x = cv(up(x), c, act=None)
+        g = gate(L.Add()([skip, x]), c)
+        x = L.Add()([L.Multiply()([skip, g]), x])
+        x = cv(x, c)
+        x = L.Add()([x, dw(x, 3)])
+    x = L.Conv2DTranspose(1, 2, strides=2, padding="same")(x)
+    return k.Model(inp, L.Activation("sigmoid")(x))
+
+
 _KA = "keras.applications (weights=None)"
 _r("mobilenet_v1_a025_128", keras_app, _KA, cls="MobileNet", size=128, alpha=0.25)
 _r("mobilenet_v1_a025_96_vww", keras_app, "MLPerf Tiny VWW: MobileNet v1 0.25 at 96, 2 classes",
@@ -1298,6 +1524,15 @@ _r("inception_v4_299", inception_v4)
 _r("tiny_resnet8_32", tiny_resnet8, "mlcommons/tiny image_classification keras_model.py")
 _r("deepface_emotion_48", deepface_emotion, "serengil/deepface extendedmodels/Emotion.py (0.0.75)")
 _r("yolo_face_nxp_128x160", yolo_face_nxp, "NXP/eiq-model-zoo@58c2b002 faceDet .tflite graph")
+_r("ultraface_slim_320", ultraface_slim,
+   "NXP/eiq-model-zoo@58c2b002 ultraface-slim recipe.sh + slim.patch, Linzaer@dffdddd")  # fmt: skip
+_r("whenet_224", whenet, "NXP/eiq-model-zoo@58c2b002 whenet utils.py get_whenet")
+_r("selfie_segmenter_256", selfie_segmenter,
+   "MediaPipe selfie_segmentation.tflite (float16), as NXP/eiq-model-zoo@58c2b002"
+   " converts it")  # fmt: skip
+_r("selfie_segmenter_landscape_144x256", selfie_segmenter,
+   "MediaPipe selfie_segmentation_landscape.tflite (float16), as NXP/eiq-model-zoo@58c2b002"
+   " converts it", height=144, width=256, pool="mean")  # fmt: skip
 _r("mnasnet_a1_075_224", mnasnet_a1)
 _r("facenet512_160", facenet512)
 _r("ssdlite_mnv2_300", ssdlite_mnv2)
