@@ -14,6 +14,9 @@ Quantisation variants (the ``quant`` column of the published data):
   converter writes, and what NXP's eIQ model zoo ships);
 * ``int8fio`` -- the same with float32 input and output (the converter adds a QUANTIZE
   and a DEQUANTIZE at the model's edges);
+* ``int8u8f`` -- the same with uint8 input and float32 output (a uint8 -> int8 QUANTIZE at
+  the input, a DEQUANTIZE at the output: what NXP's eIQ recipes write for FaceNet512,
+  deepface-emotion and Ultraface, ``inference_input_type = tf.uint8``);
 * ``int8pt`` -- ``int8``  with per-channel quantisation disabled
   (``_experimental_disable_per_channel``): **per-tensor** int8 weights;
 * ``uint8`` -- the legacy (TF1) converter with ``inference_type=uint8`` and
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-QUANTS = ("fp32", "int8", "int8fio", "int8pt", "uint8")
+QUANTS = ("fp32", "int8", "int8fio", "int8u8f", "int8pt", "uint8")
 SEED = 0
 
 
@@ -1618,11 +1621,14 @@ def convert(model: Any, quant: str) -> bytes:
             out: bytes = c.convert()
             return out
     c = tf.lite.TFLiteConverter.from_keras_model(model)
-    if quant in ("int8", "int8pt", "int8fio"):
+    if quant in ("int8", "int8pt", "int8fio", "int8u8f"):
         c.optimizations = [tf.lite.Optimize.DEFAULT]
         c.representative_dataset = _representative(model)
         c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        if quant != "int8fio":
+        if quant == "int8u8f":
+            c.inference_input_type = tf.uint8
+            c.inference_output_type = tf.float32
+        elif quant != "int8fio":
             c.inference_input_type = tf.int8
             c.inference_output_type = tf.int8
         float_ops = getattr(model, "float_ops", ())
