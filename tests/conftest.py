@@ -8,6 +8,8 @@ for ``keras``), later runs find it in ``~/.cache/infercast/fixtures`` (or
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,16 @@ from build_fixtures import ensure  # noqa: E402
 
 def _group(name: str) -> Path:
     return ensure(name)
+
+
+def run_keras_script(code: str, *args: str) -> None:
+    """Run ``code`` (a script that builds models with keras and the TFLite converter) in a
+    fresh interpreter, ``args`` its argv, with this checkout's ``src`` importable: the
+    TensorFlow import stays out of the test process."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=path)
+    subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True)
 
 
 def manifest(group_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import run_keras_script
 from infercast import estimate
 from infercast.cli import main
 from infercast.estimate.forecast import Params, kernel_time
@@ -207,16 +208,20 @@ def test_large_depthwise_kernels_are_their_own_class(tmp_path: Path) -> None:
     )
 
 
-def test_crossings_streaming_and_one_time(tmp_path: Path) -> None:
-    # conv (npu) -> sigmoid (cpu) -> conv (npu); 4-byte floats, 8x16x16 maps
+def _conv_sigmoid_conv(tmp_path: Path, name: str) -> Path:
+    """conv (npu) -> sigmoid (cpu) -> conv (npu) on an ACCEL target; 4-byte floats, 8x16x16
+    maps: three crossings and the model output."""
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
         helper.make_node("Sigmoid", ["a"], ["s"]),
         helper.make_node("Conv", ["s", "w2"], ["y"], pads=[1, 1, 1, 1]),
     ]
-    path = _model(
-        tmp_path, nodes, [_w("w1", (8, 8, 3, 3)), _w("w2", (8, 8, 3, 3))], [1, 8, 16, 16], "x3"
-    )
+    weights = [_w("w1", (8, 8, 3, 3)), _w("w2", (8, 8, 3, 3))]
+    return _model(tmp_path, nodes, weights, [1, 8, 16, 16], name)
+
+
+def test_crossings_streaming_and_one_time(tmp_path: Path) -> None:
+    path = _conv_sigmoid_conv(tmp_path, "x3")
     w_bytes = 8 * 8 * 9 * 4
     t = load_target(str(_target(tmp_path, ACCEL.format(cache=w_bytes + 100))))
     fc = estimate(path, t)
@@ -256,14 +261,7 @@ def test_readback_crossings_at_their_own_rate(tmp_path: Path) -> None:
     the vectorised evaluation and the fit read the same rate."""
     from infercast.estimate.fit import Batch, Sample, fit_values, predict
 
-    nodes = [
-        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-        helper.make_node("Sigmoid", ["a"], ["s"]),
-        helper.make_node("Conv", ["s", "w2"], ["y"], pads=[1, 1, 1, 1]),
-    ]
-    path = _model(
-        tmp_path, nodes, [_w("w1", (8, 8, 3, 3)), _w("w2", (8, 8, 3, 3))], [1, 8, 16, 16], "rb"
-    )
+    path = _conv_sigmoid_conv(tmp_path, "rb")
     text = ACCEL.format(cache=10**6).replace(
         "bytes_per_s = 1e8\n", "bytes_per_s = 1e8\nreadback_bytes_per_s = 2e7\n"
     )
@@ -431,22 +429,10 @@ def test_tflite_swish_stays_two_kernels_as_the_interpreter_runs_it(tmp_path: Pat
     operator: the real converter writes LOGISTIC and MUL, and the interpreter lists and runs
     both. The forecast costs them as two kernels (the intermediate tensor crossing memory),
     where the same gate in an ONNX model is one (ORT's QuickGelu, test above)."""
-    import os
-    import subprocess
-    import sys
-
     from ai_edge_litert.interpreter import Interpreter
 
     path = tmp_path / "swish.tflite"
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = dict(
-        os.environ,
-        TF_CPP_MIN_LOG_LEVEL="3",
-        CUDA_VISIBLE_DEVICES="",
-        PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p),
-    )
-    cmd = [sys.executable, "-c", _SWISH_BUILD, str(path)]
-    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    run_keras_script(_SWISH_BUILD, str(path))
     ops = [d["op_name"] for d in Interpreter(model_path=str(path))._get_ops_details()]
     assert ops == ["CONV_2D", "LOGISTIC", "MUL"]
     g = load(path)

@@ -12,20 +12,17 @@ them with the serial ops in the model.
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_keras_script
 from infercast import estimate
 from infercast.estimate.fit import Sample, fit_values, predict
 from infercast.estimate.forecast import Params, kernel_time
 from infercast.targets import load_target
 from infercast.targets.schema import TargetError
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 BUILD = """
 import sys
 from pathlib import Path
@@ -49,9 +46,7 @@ for q in ("int8", "fp32"):
 def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A conv / leaky ReLU stack (keras layers, the real TFLite converter), int8 and fp32."""
     d = tmp_path_factory.mktemp("leaky")
-    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=path)
-    subprocess.run([sys.executable, "-c", BUILD, str(d)], env=env, check=True, capture_output=True)
+    run_keras_script(BUILD, str(d))
     return {q: d / f"{q}.tflite" for q in ("int8", "fp32")}
 
 

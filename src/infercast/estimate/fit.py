@@ -224,8 +224,6 @@ class Batch:
             return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
         if name.endswith(".spill_bandwidth_bytes_per_s"):
             return self.base.spill_bandwidth.get(name.split(".")[1], 0.0)
-        if name.endswith(".per_channel_pass_s_per_element"):
-            return self.base.per_channel_pass_s.get(name.split(".")[1], 0.0)
         return self.base.get(name)
 
     def latencies(self, theta: np.ndarray) -> np.ndarray:

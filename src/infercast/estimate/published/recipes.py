@@ -751,6 +751,12 @@ def centernet_mnv2_fpn(size: int = 512, classes: int = 90) -> Any:
     return k.Model(inp, [pre, td, *heads[::-1]])
 
 
+def _swish(x: Any) -> Any:
+    """``x * sigmoid(x)`` as converters write SiLU / swish: LOGISTIC + MUL."""
+    L = _k().layers
+    return L.Multiply()([x, L.Activation("sigmoid")(x)])
+
+
 def _silu_conv(x: Any, filters: int, k: int, s: int = 1) -> Any:
     """ultralytics ``Conv`` (conv + BN + SiLU) as onnx2tf writes it: the ONNX pads of a
     stride-1 conv equal TF's SAME; a stride-2 3x3 conv gets an explicit PAD and a VALID conv
@@ -759,8 +765,7 @@ def _silu_conv(x: Any, filters: int, k: int, s: int = 1) -> Any:
     L = _k().layers
     if s > 1:
         x = L.ZeroPadding2D(k // 2)(x)
-    x = _conv_bn(x, filters, k, s, act=None, pad="valid" if s > 1 else "same")
-    return L.Multiply()([x, L.Activation("sigmoid")(x)])
+    return _swish(_conv_bn(x, filters, k, s, act=None, pad="valid" if s > 1 else "same"))
 
 
 def _split(x: Any, sizes: list[int]) -> list[Any]:
@@ -1368,27 +1373,24 @@ def whenet(size: int = 224) -> Any:
     k = _k()
     L = k.layers
 
-    def swish(x: Any) -> Any:
-        return L.Multiply()([x, L.Activation("sigmoid")(x)])
-
     inp = _input((size, size, 3))
-    x = swish(_conv_bn(inp, 32, 3, 2, act=None))
+    x = _swish(_conv_bn(inp, 32, 3, 2, act=None))
     cin = 32
     for t, kk, s, c, n in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
                            (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):  # fmt: skip
         for i in range(n):
             si = s if i == 0 else 1
-            y = swish(_conv_bn(x, cin * t, 1, act=None)) if t != 1 else x
-            y = swish(_dw_bn(y, kk, si, act=None))
+            y = _swish(_conv_bn(x, cin * t, 1, act=None)) if t != 1 else x
+            y = _swish(_dw_bn(y, kk, si, act=None))
             e = int(y.shape[-1])
             se = L.Reshape((1, 1, e))(L.GlobalAveragePooling2D()(y))
-            se = swish(L.Conv2D(max(1, int(cin * 0.25)), 1)(se))
+            se = _swish(L.Conv2D(max(1, int(cin * 0.25)), 1)(se))
             se = L.Conv2D(e, 1, activation="sigmoid")(se)
             y = _conv_bn(L.Multiply()([y, se]), c, 1, act=None)
             if si == 1 and cin == c:
                 y = L.Add()([y, x])
             x, cin = y, c
-    x = swish(_conv_bn(x, 1280, 1, act=None))
+    x = _swish(_conv_bn(x, 1280, 1, act=None))
     x = L.GlobalAveragePooling2D()(x)
     return k.Model(inp, [L.Dense(120)(x), L.Dense(66)(x), L.Dense(66)(x)])
 
