@@ -875,6 +875,18 @@ def test_the_drivers_requantisation_rule_reads_the_weights(published_dir: Path) 
     assert with_weights(laplace) == pytest.approx(0.5, abs=0.04)
     spread = laplace * np.geomspace(0.05, 1.0, shape[0]).reshape(-1, 1, 1, 1)
     assert with_weights(spread) > 0.6
+    # Hostile files (found by tests/test_fuzz.py): the rule reads 8-bit weights only, so a
+    # per-channel int32 tensor in the weight slot or a zero point far outside int8 gives no
+    # figure (and no allocation sized by the bad values).
+    from infercast.ir.dtypes import DType
+
+    q = g.constant_value(w.name)
+    assert q is not None
+    wide = dataclasses.replace(w, dtype=DType.INT32, value=q.astype(np.int32) * 100_000)
+    assert weight_magnitude_gini(g.with_tensors({**g.tensors, w.name: wide}), node) is None
+    far = dataclasses.replace(w.quant, zero_point=(10**6,) * shape[0])
+    off = dataclasses.replace(w, quant=far)
+    assert weight_magnitude_gini(g.with_tensors({**g.tensors, w.name: off}), node) is None
     fc = estimate(g, "imx8mp-npu-vx")
     note = next(n for n in fc.notes if "extra pass" in n)
     assert "exceeds 0.5 (0.6 depthwise)" in note and "0 of 28 here exceed it" in note

@@ -783,6 +783,9 @@ def _conv_out_elements(graph: Graph, node: Node) -> int:
     return graph.tensors[node.outputs[0]].elements or 0
 
 
+_BYTE_INTS = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
 def weight_magnitude_gini(graph: Graph, node: Node) -> float | None:
     """Gini coefficient of the magnitudes of a per-channel conv's dequantised weights, as
     VeriSilicon's OpenVX driver computes it to decide whether to re-quantise them per
@@ -800,14 +803,16 @@ def weight_magnitude_gini(graph: Graph, node: Node) -> float | None:
     scale = np.asarray(w.quant.scale, dtype=np.float64)
     zero = np.asarray(w.quant.zero_point, dtype=np.int32)
     channels = q.shape[w.quant.axis]
-    if scale.size != channels or zero.size not in (1, channels) or q.dtype.kind not in "iu":
-        return None
+    if scale.size != channels or zero.size not in (1, channels) or q.dtype not in _BYTE_INTS:
+        return None  # the rule reads 8-bit weights (a fuzzed file may hold its int32 bias)
     # The weights are integers: each channel holds at most 256 distinct magnitudes, so the
     # sorted sum runs over (magnitude, count) groups, not over every weight. A group of m
     # equal values x after a smaller ones adds x * m * (2a + m - n) to sum_j (2j - n - 1) x_j.
     steps = np.abs(q.astype(np.int32) - (zero.reshape(shape) if zero.size > 1 else zero))
     per_channel = np.moveaxis(steps, w.quant.axis, 0).reshape(channels, -1)
     width = int(per_channel.max(initial=0)) + 1
+    if width > 512:  # |q - zero point| of 8-bit values: a hostile zero point, not weights
+        return None
     rows = np.arange(channels, dtype=np.int32)[:, None] * width
     counts = np.bincount((per_channel + rows).ravel(), minlength=channels * width)
     counts = counts.reshape(channels, width)
