@@ -188,3 +188,41 @@ def test_crafted_limits_agree_with_vela(
     _, n_cpu, n_npu = vela_cpu_ops(model, target, tmp_path / "v")
     assert n_cpu == cpu_ops and n_npu > 0  # Vela's own count, stated in the test
     _check(model, target, tmp_path, expect_cpu=cpu_ops)
+
+
+def _global_avgpool_int8_model() -> bytes:
+    """conv 3x3 -> AVERAGE_POOL_2D 16x16 stride 16 VALID (a global pool, the form DS-CNN,
+    ResNet-8 and the selfie segmenter's SE blocks are written in) -> conv 1x1, and a 2x2
+    stride-2 pool on a second branch."""
+    from test_placement_craft import Craft
+
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 8))
+    t1 = c.tensor("conv3x3", (1, 16, 16, 8))
+    c.conv(x, t1, 3, 8, 8, 1, "SAME", "RELU")
+    t2 = c.tensor("avgpool16x16_s16", (1, 1, 1, 8))
+    c.pool("AVERAGE_POOL_2D", t1, t2, 16, 16, "VALID")
+    t3 = c.tensor("conv1x1", (1, 1, 1, 8))
+    c.conv(t2, t3, 1, 8, 8, 1, "VALID")
+    t4 = c.tensor("avgpool2x2_s2", (1, 8, 8, 8))
+    c.pool("AVERAGE_POOL_2D", t1, t4, 2, 2, "VALID")
+    return c.build([x], [t3, t4], "global_avgpool_int8")
+
+
+def test_imx93_npu_runs_large_stride_average_pools_on_the_cpu(tmp_path: Path) -> None:
+    """NXP's Vela for the i.MX 93 (nxp-imx/ethos-u-vela lf-6.1.22_2.0.0 / lf-6.1.36_2.1.0,
+    tflite_supported_operators.py: every pooling op within stride_range (1, 3)) leaves a
+    stride-16 AVERAGE_POOL_2D on the CPU; Arm's Vela 5.2 (the U55 target) runs it on the
+    NPU. The stride-2 pool stays on the NPU for both."""
+    model = tmp_path / "global_avgpool_int8.tflite"
+    model.write_bytes(_global_avgpool_int8_model())
+    vela_cpu, n_cpu, _ = vela_cpu_ops(model, "ethos-u55-128", tmp_path / "v")
+    assert n_cpu == 0 and not vela_cpu  # Vela 5.2: all on the NPU
+    _check(model, "ethos-u55-128", tmp_path, expect_cpu=0)
+    u65 = {ly.name: ly.placement for ly in place(model, "ethos-u65-256").inference_layers}
+    assert u65 == {
+        "conv3x3": "accelerator",
+        "avgpool16x16_s16": "cpu",
+        "conv1x1": "accelerator",
+        "avgpool2x2_s2": "accelerator",
+    }
