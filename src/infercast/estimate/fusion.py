@@ -237,6 +237,21 @@ def _separate_residual(graph: Graph, processor: str, accelerator_fuses: bool = T
     return graph.format == "tflite" and processor in ("", "cpu")
 
 
+def _operators_apart(graph: Graph, processor: str, gate_fused: bool) -> bool:
+    """A TFLite graph on the CPU runs each of its operators as one kernel: the converter has
+    already folded what the runtime fuses (a ReLU / ReLU6 into its op's
+    ``fused_activation_function``), and neither LiteRT's built-in kernels nor its XNNPACK
+    delegate fuse a standalone operator into the conv before it (XNNPACK's convolution and
+    fully-connected operators take a bias and an output clamp only, google/XNNPACK
+    ``include/xnnpack.h``; the delegate maps HARD_SWISH, LOGISTIC, LEAKY_RELU, TANH, MUL,
+    ADD to their own nodes, ``tensorflow/lite/delegates/xnnpack/xnnpack_delegate.cc``). A
+    MobileNet v3's HARD_SWISH after each conv is a pass over the conv's output of its own.
+    Not for a runtime that fuses whatever the file (``gate_fused``: ncnn, whose Convolution
+    layer takes sigmoid, hard-swish and leaky ReLU activations, ``src/layer/convolution.cpp``
+    ``activation_type``)."""
+    return graph.format == "tflite" and processor in ("", "cpu") and not gate_fused
+
+
 def kernels(
     graph: Graph,
     processor: Mapping[int, str] | None = None,
@@ -272,7 +287,12 @@ def kernels(
         ):
             members.append(gate)
             taken.add(gate)
-        elif node.op in ANCHORS and _has_weights(graph, node) and len(node.outputs) == 1:
+        elif (
+            node.op in ANCHORS
+            and _has_weights(graph, node)
+            and len(node.outputs) == 1
+            and not _operators_apart(graph, proc.get(node.index, ""), gate_fused)
+        ):
             current = node.outputs[0]
             residual_used = False
             while current and current not in graph.outputs:
