@@ -1,12 +1,12 @@
-"""CPU ops a runtime runs outside its thread pool (``units.U.serial_ops``).
+"""CPU ops a runtime runs outside its thread pool.
 
-TFLite's XNNPACK delegate takes LEAKY_RELU only in float32 (tensorflow/lite/delegates/
-xnnpack/xnnpack_delegate.cc, ``VisitLeakyReluNode``); an int8 model's LEAKY_RELU runs as
-TFLite's built-in kernel, on one thread and apart from the conv before it. The shipped
-i.MX CPU targets state ``serial_ops = ["leaky_relu:int8"]``. Mechanics only: the op is
-cut out of its fused group, its time does not shrink with threads, the float model keeps
-its fused groups, and a whole-model fit on rows generated from known parameters recovers
-them with the serial ops in the model.
+The shipped i.MX CPU targets run int8 models on TFLite's built-in kernels
+(``units.cpu.int8_kernels = "builtin"``: NXP's BSPs build TFLite without XNNPACK's int8
+operators), where an int8 LEAKY_RELU is the scalar reference kernel, on one thread after the
+conv before it; a unit's ``serial_ops`` names such ops one by one for any CPU target.
+Mechanics only: the op is its own kernel, its time does not shrink with threads, the float
+model's LEAKY_RELU (XNNPACK's, threaded) does, and a whole-model fit on rows generated from
+known parameters recovers them with the serial ops in the model.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from infercast import estimate
 from infercast.estimate.fit import Sample, fit_values, predict
 from infercast.estimate.forecast import Params, kernel_time
 from infercast.targets import load_target
-from infercast.targets.schema import TargetError
+from infercast.targets.schema import Target, TargetError
 
 BUILD = """
 import sys
@@ -56,7 +56,7 @@ def _leaky_layers(fc: estimate.Forecast) -> list[int]:
 
 def test_int8_leaky_relu_runs_apart_on_one_thread(leaky: dict[str, Path]) -> None:
     t = load_target("imx8mp-cpu")
-    assert t.units["cpu"].serial_ops == ("leaky_relu:int8",)
+    assert t.units["cpu"].int8_kernels == "builtin"
     one, four = estimate(leaky["int8"], t, threads=1), estimate(leaky["int8"], t, threads=4)
     idx = _leaky_layers(one)
     assert len(idx) == 2
@@ -67,36 +67,39 @@ def test_int8_leaky_relu_runs_apart_on_one_thread(leaky: dict[str, Path]) -> Non
         l1 = next(ly for ly in one.layers if ly.index == i)
         l4 = next(ly for ly in four.layers if ly.index == i)
         assert l1.bound != "fused" and l4.compute_s == pytest.approx(l1.compute_s)
-    # The convs still split across the threads.
+    # The convs still split across the threads (the im2col of the 3x3 ones does not).
     e = four.params.thread_efficiency["cpu"]
     for (_, w1), (_, w4) in zip(one.works, four.works, strict=True):
         if w1.op_class == "conv":
-            c1 = kernel_time(w1, one.params).compute_s
-            assert kernel_time(w4, four.params).compute_s == pytest.approx(c1 / (1 + 3 * e))
-    # The same model in float32: XNNPACK takes LEAKY_RELU, it stays fused into the conv.
+            c1 = kernel_time(dataclasses.replace(w1, im2col_bytes=0), one.params).compute_s
+            c4 = kernel_time(dataclasses.replace(w4, im2col_bytes=0), four.params).compute_s
+            assert c4 == pytest.approx(c1 / (1 + 3 * e))
+    # The same model in float32: XNNPACK runs LEAKY_RELU, its own operator, on the threads.
     f32 = estimate(leaky["fp32"], t, threads=4)
     assert len(_leaky_layers(f32)) == 2
-    assert all(ly.bound == "fused" for ly in f32.layers if ly.index in _leaky_layers(f32))
-    # A target without the key (the ncnn Raspberry Pi target) fuses it as before.
+    kinds = {k.anchor: w for k, w in f32.works}
+    assert all(kinds[i].parallel for i in _leaky_layers(f32))
+    # ncnn (the Raspberry Pi target's runtime) fuses it into the conv.
     rpi = estimate(leaky["int8"], load_target("rpi4-cpu"), threads=4)
     assert len(_leaky_layers(rpi)) == 2
     assert all(ly.bound == "fused" for ly in rpi.layers if ly.index in _leaky_layers(rpi))
 
 
 def test_fit_recovers_thread_efficiency_with_serial_ops(leaky: dict[str, Path]) -> None:
-    """Rows generated from known parameters (the serial op's rate, the threads' gain): a
-    fit from the target's prior recovers them; without the serial op cut out the same rows
-    are not reproduced."""
+    """Rows generated from known parameters (the element-wise rate, the im2col copy, the
+    threads' gain): a fit from the target's prior recovers them."""
     t = load_target("imx8mp-cpu")
     keys = [
         "units.cpu.efficiency.conv",
-        "units.cpu.efficiency.serial_elementwise",
+        "units.cpu.efficiency.elementwise",
+        "units.cpu.im2col_s_per_byte",
         "units.cpu.thread_efficiency",
         "units.cpu.op_overhead_s",
     ]
     truth_values = {
         "units.cpu.efficiency.conv": 0.45,
-        "units.cpu.efficiency.serial_elementwise": 0.02,
+        "units.cpu.efficiency.elementwise": 0.02,
+        "units.cpu.im2col_s_per_byte": 3e-9,
         "units.cpu.thread_efficiency": 0.75,
         "units.cpu.op_overhead_s": 4e-6,
     }
@@ -117,20 +120,35 @@ def test_fit_recovers_thread_efficiency_with_serial_ops(leaky: dict[str, Path]) 
     assert by["int8/t1"] / by["int8/t4"] < by["fp32/t1"] / by["fp32/t4"]
 
 
-def test_serial_elementwise_has_its_own_efficiency(leaky: dict[str, Path]) -> None:
-    """A serial element-wise op (TFLite's scalar built-in kernel) reads
-    ``efficiency.serial_elementwise``, not the vectorised ``elementwise`` rate; where a target
-    states no such key it falls back to ``elementwise``."""
-    t = load_target("imx8mp-cpu")
-    fc = estimate(leaky["int8"], t, threads=1)
-    serial = [w for _, w in fc.works if w.serial]
+def _named_serial_target(tmp_path: Path) -> Target:
+    """The Raspberry Pi CPU target with ``serial_ops = ["leaky_relu:int8"]`` and a
+    ``serial_elementwise`` rate: a runtime that leaves int8 LEAKY_RELU to a scalar kernel."""
+    text = Path(__file__).resolve().parents[1] / "src/infercast/targets/data/rpi4-cpu.toml"
+    body = text.read_text().replace(
+        "[units.cpu]\n", '[units.cpu]\nserial_ops = ["leaky_relu:int8"]\n', 1
+    )
+    rate = "[units.cpu.efficiency]\nserial_elementwise = 0.005"
+    body = body.replace("[units.cpu.efficiency]", rate, 1)
+    f = tmp_path / "serial.toml"
+    f.write_text(body)
+    return load_target(str(f))
+
+
+def test_serial_elementwise_has_its_own_efficiency(leaky: dict[str, Path], tmp_path: Path) -> None:
+    """An element-wise op named in ``serial_ops`` (a scalar built-in kernel) is cut out of its
+    fused group, runs on one thread and reads ``efficiency.serial_elementwise``, not the
+    vectorised ``elementwise`` rate; where a target states no such key it falls back to
+    ``elementwise``."""
+    t = _named_serial_target(tmp_path)
+    fc = estimate(leaky["int8"], t, threads=4)
+    serial = [(k, w) for k, w in fc.works if w.serial]
     assert len(serial) == 2
-    assert all(w.efficiency_class == "serial_elementwise" for w in serial)
+    assert all(len(k.members) == 1 and not w.parallel for k, w in serial)
+    assert all(w.efficiency_class == "serial_elementwise" for _, w in serial)
     p = fc.params
     eff = p.efficiency
-    assert ("cpu", "serial_elementwise") in eff
     assert eff[("cpu", "serial_elementwise")] != eff[("cpu", "elementwise")]
-    w = serial[0]
+    w = serial[0][1]
     rate = p.rate("cpu", w.dtype, w.parallel)
     assert kernel_time(w, p).compute_s == pytest.approx(
         w.ops_eff / (rate * eff[("cpu", "serial_elementwise")])

@@ -174,6 +174,10 @@ class Batch:
         passes = passes and (pkey in free or p.per_channel_pass_s.get(u, 0.0) > 0)
         cols["pce"].append(float(w.per_channel_out_elements) if passes else 0.0)
         cols["pce_p"].append(self._param(pkey) if passes else -1)
+        ikey = f"units.{u}.im2col_s_per_byte"
+        im2col = w.im2col_bytes > 0 and (ikey in free or p.im2col_s.get(u, 0.0) > 0)
+        cols["i2c"].append(float(w.im2col_bytes) if im2col else 0.0)
+        cols["i2c_p"].append(self._param(ikey) if im2col else -1)
         depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
         cols["depth"].append(float(depth))
         cols["half"].append(self._param(f"units.{u}.reduction_half_depth") if depth else -1)
@@ -236,7 +240,7 @@ class Batch:
         halfterm = np.where(
             c["depth"] > 0, (c["depth"] + t0[c["half"]]) / np.maximum(c["depth"], 1), 1.0
         )
-        compute = c["ops"] * halfterm * t1[c["pc"]] / rate
+        compute = c["ops"] * halfterm * t1[c["pc"]] / rate + c["i2c"] * t0[c["i2c_p"]]
         with np.errstate(divide="ignore"):  # a 0 parameter that is no bandwidth
             inv_bw = np.append(1.0 / theta, 0.0)
         xbw = (
@@ -281,9 +285,9 @@ class Batch:
 
 
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
-                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p")  # fmt: skip
+                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p", "i2c_p")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce")  # fmt: skip
+            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #
@@ -308,7 +312,7 @@ def bounds_of(key: str) -> tuple[float, float]:
         return (1e-4, 1.0)
     if key.endswith("per_channel_slowdown"):
         return (1.0, 100.0)
-    if key.endswith("per_channel_pass_s_per_element"):
+    if key.endswith("per_channel_pass_s_per_element") or key.endswith("im2col_s_per_byte"):
         return (1e-12, 1e-6)
     if key.endswith("broadcast_read_factor"):
         return (1e-3, 1e3)

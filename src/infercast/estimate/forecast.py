@@ -144,6 +144,8 @@ class Params:
     per_channel_slowdown: Mapping[str, float] = field(default_factory=dict)
     per_channel_pass_s: Mapping[str, float] = field(default_factory=dict)
     """unit -> seconds per output element of a per-channel conv's extra pass (0: none)."""
+    im2col_s: Mapping[str, float] = field(default_factory=dict)
+    """unit -> seconds per byte of a built-in int8 conv's one-thread im2col (0: none)."""
     broadcast_read_factor: Mapping[str, float] = field(default_factory=dict)
     peak_scale: Mapping[str, float] = field(default_factory=dict)
     """unit -> clock of the forecast over the file's clock (1 when absent)."""
@@ -204,6 +206,7 @@ class Params:
                 u.name: u.per_channel_pass_s_per_element for u in target.units.values()
             },
             broadcast_read_factor={u.name: u.broadcast_read_factor for u in target.units.values()},
+            im2col_s={u.name: u.im2col_s_per_byte for u in cpus if u.im2col_s_per_byte},
             threads=threads,
             cache_bytes={u.name: u.cache_bytes for u in cpus if u.cache_bytes},
             spill_bandwidth={
@@ -273,7 +276,7 @@ class Params:
         if slot == "per_channel_slowdown":
             return float(table.get(sub, 1.0))
         if slot in ("thread_sync_s", "broadcast_read_factor", "spill_bandwidth",
-                    "per_channel_pass_s"):  # fmt: skip
+                    "per_channel_pass_s", "im2col_s"):  # fmt: skip
             return float(table.get(sub, 0.0))
         if sub not in table:
             raise EstimateError(f"the target has no parameter '{key}'")
@@ -308,6 +311,7 @@ _UNIT_SLOTS = {
     "thread_sync_s": "thread_sync_s",
     "broadcast_read_factor": "broadcast_read_factor",
     "spill_bandwidth_bytes_per_s": "spill_bandwidth",
+    "im2col_s_per_byte": "im2col_s",
 }
 
 
@@ -451,7 +455,7 @@ def compute_time(w: Work, p: Params) -> float:
         t *= (w.reduction_depth + half) / w.reduction_depth
     if w.per_channel:
         t *= p.per_channel_slowdown.get(w.unit, 1.0)
-    return t
+    return t + w.im2col_bytes * p.im2col_s.get(w.unit, 0.0)
 
 
 def kernel_time(w: Work, p: Params) -> Times:

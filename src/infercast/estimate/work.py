@@ -64,6 +64,35 @@ CPU delegate) runs convolutions, fully-connected, element-wise and pooling opera
 pthreadpool (google/XNNPACK ``src/operators/*.c``, ``pthreadpool_parallelize_*``), as
 ncnn's OpenMP kernels do. The rest (TFLite's built-in TRANSPOSE, CONCATENATION, GATHER,
 STRIDED_SLICE, detection post-processing ...) runs on one thread whatever the count."""
+BUILTIN_INT8_THREADED = frozenset({"conv", "depthwise_conv", "fully_connected", "conv_transpose"})
+"""The int8 operators TFLite's built-in kernels split across threads (a unit's
+``int8_kernels = "builtin"``): CONV_2D, FULLY_CONNECTED and TRANSPOSE_CONV multiply on ruy
+through ``cpu_backend_gemm`` with the interpreter's thread count, DEPTHWISE_CONV_2D splits
+its output rows over ``cpu_backend_threadpool`` (``tensorflow/lite/kernels/internal/
+optimized/depthwiseconv_multithread.h``). The other int8 kernels (ADD, MUL, HARD_SWISH,
+LOGISTIC, the pools, PAD, CONCATENATION, RESIZE_*) loop on the calling thread."""
+BUILTIN_INT8_ELEMENT_COST: Mapping[str, float] = {
+    "add": 1.0,
+    "sub": 2.05,
+    "mul": 0.48,
+    "maximum": 0.02,
+    "minimum": 0.02,
+    "hard_swish": 2.38,
+    "sigmoid": 0.16,
+    "tanh": 0.16,
+    "leaky_relu": 6.2,
+    "quantize": 0.08,
+    "dequantize": 0.10,
+}
+"""Cost per output element of TFLite's built-in int8 element-wise kernels, in int8 ADD
+elements (an ADD rescales both inputs and its output in fixed point,
+``optimized_integer_ops/add.h``; a MUL rescales once; LOGISTIC and TANH read a lookup
+table; HARD_SWISH works in int16 fixed point; LEAKY_RELU is the scalar reference kernel;
+QUANTIZE (from float) and DEQUANTIZE are the float <-> int8 conversions at a model's edges).
+Measured here on LiteRT's built-in kernels, one thread, each op alone on 262,144 elements
+(``bench/bench_builtin_int8.py``; TFLite compiles the same NEON code for x86 through
+NEON_2_SSE, so the ratios, not the host's rates, are used). An element-wise op not listed
+costs one ADD element."""
 WEIGHTED_OPS = frozenset(
     {"conv", "depthwise_conv", "conv_transpose", "fully_connected", "matmul", "gemm",
      "conv_integer", "qlinear_conv", "matmul_integer", "qlinear_matmul"}
@@ -134,6 +163,9 @@ class Work:
     gemm_rows: int = 0
     """Rows ``M`` of the GEMM a conv / FC is on the CPU (output pixels of a conv, batch
     rows of an FC; :func:`gemm_rows`); 0: not a GEMM or not known."""
+    im2col_bytes: int = 0
+    """Bytes of the im2col buffer a built-in int8 conv fills on one thread before its GEMM
+    (``units.U.im2col_s_per_byte``); 0 for any other kernel."""
     serial: bool = False
     """One of the unit's ``serial_ops``: a kernel the runtime runs outside its thread pool
     (TFLite's built-in kernels the XNNPACK delegate does not take; :func:`is_serial`)."""
@@ -859,6 +891,28 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
     return kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate), elided
 
 
+def builtin_int8(target: Target, unit: str, graph: Graph, node: Node) -> bool:
+    """``node`` is an int8 operator that ``unit`` runs on TFLite's built-in kernels
+    (``int8_kernels = "builtin"``)."""
+    u = target.units.get(unit)
+    if u is None or u.int8_kernels != "builtin" or graph.format != "tflite":
+        return False
+    dt = compute_dtype(graph, node)
+    if node.op in ("quantize", "dequantize"):  # float <-> int8 at the model's edges
+        ends = [graph.tensors[t].dtype for t in (*node.inputs[:1], *node.outputs[:1]) if t]
+        return any(d in (DType.INT8, DType.UINT8) for d in ends)
+    return dt is not None and dtype_key(dt) == "int8"
+
+
+def _builtin_int8_cost(graph: Graph, node: Node) -> float:
+    """ADD elements per output element of a built-in int8 element-wise kernel
+    (:data:`BUILTIN_INT8_ELEMENT_COST`; a QUANTIZE from an integer type is a requantisation,
+    one ADD element)."""
+    if node.op == "quantize" and node.inputs and not graph.tensors[node.inputs[0]].dtype.is_float:
+        return 1.0
+    return BUILTIN_INT8_ELEMENT_COST.get(node.op, 1.0)
+
+
 def is_serial(target: Target, unit: str, graph: Graph, node: Node) -> bool:
     """``node`` is one of ``unit``'s ``serial_ops`` (by op name, or ``op:dtype``)."""
     u = target.units.get(unit)
@@ -1067,6 +1121,15 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     cls = op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
     serial = is_serial(target, lp.unit, dev, anchor)
+    builtin = builtin_int8(target, lp.unit, dev, anchor)
+    if builtin and cls == "elementwise" and ops > 0 and not serial:
+        elements = sum(dev.tensors[o].elements or 0 for o in anchor.outputs if o)
+        factor = elements * _builtin_int8_cost(dev, anchor) / ops
+    serial = serial or (builtin and anchor.op not in BUILTIN_INT8_THREADED)
+    gemm = cls in ("conv", "linalg")
+    depth = reduction_depth(dev, anchor) if gemm else 0
+    rows = gemm_rows(dev, anchor) if gemm else 0
+    pointwise = cls == "conv" and is_pointwise(dev, anchor)
     per_channel = per_channel_weights(dev, anchor)
     return Work(
         unit=lp.unit,
@@ -1074,7 +1137,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         dtype=_peak_dtype(ctx, anchor, lp.unit, ops),
         ops=ops,
         shape_factor=factor,
-        reduction_depth=reduction_depth(dev, anchor) if cls in ("conv", "linalg") else 0,
+        reduction_depth=depth,
         act_bytes=act_bytes,
         weight_bytes=w_bytes,
         streamed_bytes=streamed,
@@ -1095,8 +1158,9 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
         refetch_bytes=refetch,
         separate_ports=_separate_ports(target, a_mem, w_mem),
-        pointwise=cls == "conv" and is_pointwise(dev, anchor),
-        gemm_rows=gemm_rows(dev, anchor) if cls in ("conv", "linalg") else 0,
+        pointwise=pointwise,
+        gemm_rows=rows,
+        im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
     )
 
 

@@ -181,6 +181,20 @@ class ComputeUnit:
     as ``leaky_relu:int8``) the runtime runs outside its thread pool and does not fuse into
     the kernel before them: TFLite built-in kernels the XNNPACK delegate does not take.
     Each is its own kernel, on one thread whatever the thread count; empty: none."""
+    im2col_s_per_byte: Seconds = 0.0
+    """CPU units running ``int8_kernels = "builtin"``: seconds per byte of the im2col buffer
+    TFLite's int8 CONV_2D fills on the calling thread before its GEMM, for every conv but a
+    1x1 / stride-1 one (``optimized_integer_ops/conv.h`` ``ConvPerChannel``: ``Im2col`` /
+    ``DilatedIm2col``, then ``cpu_backend_gemm::Gemm`` on the thread pool): output pixels x
+    input channels x kernel taps bytes, at one thread whatever the thread count; 0: none."""
+    int8_kernels: Literal["xnnpack", "builtin"] = "xnnpack"
+    """CPU units: what runs the int8 operators of a TFLite model. ``xnnpack``: XNNPACK's
+    int8 operators, each split across the threads (``work.PARALLEL_CLASSES``). ``builtin``:
+    TFLite's built-in int8 kernels (a TFLite built without XNNPACK's QS8 operators, as NXP's
+    BSPs build it): conv, depthwise conv, fully-connected and transposed conv on the CPU
+    back-end's thread pool (ruy's GEMM, the optimized depthwise kernel), every other int8
+    operator on one thread, an element-wise one costing what its kernel does per element
+    (``work.BUILTIN_INT8_ELEMENT_COST``, in int8 ADD elements) at ``efficiency.elementwise``."""
 
     def peak(self, dtype: str) -> float | None:
         """Peak ops/s for ``dtype`` (``int8``, ``fp16``, ``fp32``, …), None if not stated."""

@@ -1,0 +1,127 @@
+"""TFLite's built-in int8 kernels as a CPU target runs them (``int8_kernels = "builtin"``).
+
+Mechanics, on a model of keras layers converted by the real TFLite converter and listed by
+LiteRT's own interpreter: a standalone activation is its own kernel on a TFLite runtime (and
+fused on ncnn); a built-in int8 element-wise kernel costs its output elements times
+:data:`~infercast.estimate.work.BUILTIN_INT8_ELEMENT_COST` ADD elements, on one thread; a conv
+that is not 1x1 / stride 1 fills an im2col buffer of output pixels x input channels x taps
+bytes, on one thread; a whole-model fit recovers the im2col rate it was generated with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from conftest import run_keras_script
+from infercast import estimate, load
+from infercast.estimate.fit import Sample, fit_values, predict
+from infercast.estimate.forecast import Params, kernel_time
+from infercast.estimate.fusion import kernels
+from infercast.estimate.work import BUILTIN_INT8_ELEMENT_COST
+from infercast.targets import load_target
+
+BUILD = """
+import sys
+import keras
+import tensorflow as tf
+from keras import layers as L
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((16, 16, 8), batch_size=1)
+c = L.Conv2D(16, 3, padding="same")(inp)
+hs = L.Lambda(lambda t: t * tf.nn.relu6(t + 3.0) * 0.16666667)(c)
+p = L.Conv2D(16, 1)(hs)
+a = L.Add()([hs, p])
+g = L.Multiply()([a, L.Activation("sigmoid")(a)])
+out = L.Conv2D(8, 1, strides=2)(g)
+open(sys.argv[1], "wb").write(convert(keras.Model(inp, out), "int8"))
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("builtin") / "m.tflite"
+    run_keras_script(BUILD, str(path))
+    return path
+
+
+def test_the_converter_writes_each_operator_and_the_runtime_runs_each(model: Path) -> None:
+    """LiteRT lists the HARD_SWISH and the LOGISTIC as operators of their own; infercast's
+    kernels of the TFLite graph on a CPU are those operators one by one, where ncnn (a
+    runtime that fuses activations into its convolution layer) takes the HARD_SWISH into
+    the conv."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    ops = [d["op_name"] for d in Interpreter(model_path=str(model))._get_ops_details()]
+    assert ops == ["CONV_2D", "HARD_SWISH", "CONV_2D", "ADD", "LOGISTIC", "MUL", "CONV_2D"]
+    g = load(model)
+    assert [len(k.members) for k in kernels(g)] == [1] * 7
+    fused = [[g.nodes[i].op for i in k.members] for k in kernels(g, gate_fused=True)]
+    assert ["conv", "hard_swish"] in fused
+    # The shipped targets: the i.MX CPU (TFLite) forecasts seven kernels, ncnn's fewer.
+    imx = estimate(model, "imx8mp-cpu")
+    assert sum(1 for ly in imx.layers if ly.bound != "fused") == 7
+    rpi = estimate(model, "rpi4-cpu")
+    assert sum(1 for ly in rpi.layers if ly.bound != "fused") < 7
+
+
+def test_builtin_element_wise_kernels_cost_their_elements_on_one_thread(model: Path) -> None:
+    g = load(model)
+    t = load_target("imx8mp-cpu")
+    one, four = estimate(model, t, threads=1), estimate(model, t, threads=4)
+    seen = set()
+    for (k, w1), (_, w4) in zip(one.works, four.works, strict=True):
+        node = g.nodes[k.anchor]
+        if w1.op_class != "elementwise":
+            continue
+        seen.add(node.op)
+        elements = g.tensors[node.outputs[0]].elements
+        assert elements == 16 * 16 * 16
+        assert w1.ops_eff == pytest.approx(elements * BUILTIN_INT8_ELEMENT_COST[node.op])
+        assert w1.serial and not w4.parallel
+        assert kernel_time(w4, four.params).compute_s == pytest.approx(
+            kernel_time(w1, one.params).compute_s
+        )
+    assert seen == {"hard_swish", "add", "sigmoid", "mul"}
+    # A target on XNNPACK (rpi4-cpu states no int8_kernels) keeps the FLOP count, threaded.
+    rpi = estimate(model, "rpi4-cpu", threads=4)
+    assert all(w.parallel for _, w in rpi.works if w.op_class == "elementwise")
+
+
+def test_im2col_bytes_are_the_gemm_input_of_every_conv_but_a_pointwise_one(model: Path) -> None:
+    fc = estimate(model, "imx8mp-cpu")
+    convs = [w for _, w in fc.works if w.op_class == "conv"]
+    # 3x3 / stride 1 on 16x16x8: 256 output pixels x 8 channels x 9 taps; 1x1 / stride 1: no
+    # im2col; 1x1 / stride 2 on 16x16x16: 64 output pixels x 16 channels.
+    assert [w.im2col_bytes for w in convs] == [256 * 8 * 9, 0, 64 * 16]
+    assert all(w.im2col_bytes == 0 for _, w in estimate(model, "rpi4-cpu").works)
+    p = fc.params
+    w = convs[0]
+    bare = kernel_time(dataclasses.replace(w, im2col_bytes=0), p).compute_s
+    assert kernel_time(w, p).compute_s == pytest.approx(bare + w.im2col_bytes * p.im2col_s["cpu"])
+
+
+def test_fit_recovers_the_im2col_rate(model: Path) -> None:
+    """The one-thread im2col copy is told apart from the threaded GEMM by the thread counts
+    (the element-wise rate, one-thread as well, is recovered in test_serial_ops with a
+    float twin of the model)."""
+    t = load_target("imx8mp-cpu")
+    truth_values = {
+        "units.cpu.efficiency.conv": 0.4,
+        "units.cpu.im2col_s_per_byte": 4e-9,
+        "units.cpu.thread_efficiency": 0.7,
+    }
+    keys = list(truth_values)
+    prior = Params.of(t, prior_for=keys)
+    truth = prior.with_values(truth_values)
+    samples = []
+    for threads in (1, 2, 3, 4):
+        works = tuple(w for _, w in estimate(model, t, threads=threads).works)
+        s = Sample(f"t{threads}", works, 1.0, threads=threads)
+        samples.append(dataclasses.replace(s, measured_s=predict(s, truth)))
+    f = fit_values(samples, prior, keys, prior_weight=0.0)
+    for k, v in truth_values.items():
+        assert f.values[k] == pytest.approx(v, rel=1e-3), k
