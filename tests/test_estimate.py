@@ -594,3 +594,18 @@ def test_a_fused_group_never_spans_two_units(tmp_path: Path) -> None:
     assert [k.members for k in kernels(g, proc)] == [(0, 1)]
     assert [k.members for k in kernels(g, proc, unit={0: "npu", 1: "npu"})] == [(0, 1)]
     assert [k.members for k in kernels(g, proc, unit={0: "npu", 1: "sh"})] == [(0,), (1,)]
+
+
+def test_resize_has_its_own_class_falling_back_to_movement() -> None:
+    """A resize interpolates rather than copies: class ``resample``, which reads
+    ``efficiency.movement`` where a target states no ``resample`` (so every other target's
+    forecast is unchanged), while the i.MX 8M Plus NPU keeps resizes (TIM-VX shader kernels)
+    off its tensor processor's copy rate."""
+    from infercast.estimate.work import PARENT_CLASS
+
+    assert PARENT_CLASS["resample"] == "movement"
+    npu = Params.of(load_target("imx8mp-npu-vx"))
+    assert npu.eff("npu", "resample") == 0.1
+    assert npu.eff("npu", "movement") == pytest.approx(8.26e-4)
+    cpu = Params.of(load_target("imx8mp-cpu"))
+    assert cpu.eff("cpu", "resample") == cpu.eff("cpu", "movement")

@@ -1010,7 +1010,7 @@ def _arithmetic(
             ops += lc.flops
     anchor = members[0]
     relabel = relabels_input(dev, anchor)
-    if op_class(anchor, dev) == "movement" and known and ops == 0 and not relabel:
+    if op_class(anchor, dev) in ("movement", "resample") and known and ops == 0 and not relabel:
         ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))
     return ops, known
 
