@@ -530,3 +530,82 @@ def test_ethos_u_runs_residual_adds_as_their_own_operations(keras_dir: Path) -> 
     )
     vx = residual_adds(estimate(path, "imx8mp-npu-vx"))
     assert len(vx) == 16 and all(k != i for i, k in vx.items())  # folded into a conv
+
+
+_VX_ENGINES_BUILD = """
+import sys
+import keras
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((32, 32, 8), batch_size=1)
+x = keras.layers.Conv2D(16, 3, padding="same")(inp)
+x = keras.layers.Activation("swish")(x)
+a = keras.layers.MaxPooling2D(5, 2)(x)
+b = keras.layers.MaxPooling2D(3, 2)(x)
+out = keras.layers.Concatenate()([a, keras.layers.Cropping2D(((0, 1), (0, 1)))(b)])
+open(sys.argv[1], "wb").write(convert(keras.Model(inp, out), "int8"))
+"""
+
+
+def test_vx_engines_mul_and_generic_max_pool_on_the_shader_copies_at_the_tp_rate(
+    tmp_path: Path,
+) -> None:
+    """On the i.MX 8M Plus NPU (driver 6.4.3.p0): the same-shape MUL of x * sigmoid(x) is a
+    shader (EVIS) job, costed at its kernel's instruction count (TensorMulSatRTE.vx: 8 elements
+    per ~15 instructions, one instruction a cycle at 1 GHz: 1.875 ns an element); a 5x5 / 2 max
+    pool, which the TP refuses (window below 4 only), takes the generic shader kernel (~27
+    instructions per output for 25 taps: 25 taps at 0.926 a ns), a 3x3 / 2 one stays on the
+    TP; a TP copy costs max(1/3 cores, 2 bytes / 3.8 bytes a cycle) = 0.526 ns an element
+    (VeriSilicon's architecture model). The kernels never span two units: the conv does not
+    absorb the MUL."""
+    from infercast.estimate.forecast import compute_time
+
+    path = tmp_path / "engines.tflite"
+    run_keras_script(_VX_ENGINES_BUILD, str(path))
+    g = load(path)
+    fc = estimate(path, "imx8mp-npu-vx")
+    works = [(g.nodes[k.anchor].native_op, k, w) for k, w in fc.works]
+    units = {op: w.unit for op, _, w in works}
+    assert units["MUL"] == "sh" and units["LOGISTIC"] == "npu" and units["CONV_2D"] == "npu"
+    pools = [w for op, _, w in works if op == "MAX_POOL_2D"]
+    assert sorted(w.unit for w in pools) == ["npu", "sh"]
+    mul_k, mul = next((k, w) for op, k, w in works if op == "MUL")
+    assert mul_k.members == (mul_k.anchor,)
+    assert compute_time(mul, fc.params) == pytest.approx(32 * 32 * 16 * 15 / 8 * 1e-9, rel=1e-3)
+    pool = next(w for w in pools if w.unit == "sh")
+    assert compute_time(pool, fc.params) == pytest.approx(14 * 14 * 16 * 25 / 0.926e9, rel=1e-3)
+    cat = next(w for op, _, w in works if op == "CONCATENATION")
+    assert compute_time(cat, fc.params) / cat.ops == pytest.approx(0.526e-9, rel=2e-3)
+
+
+def test_a_fused_group_never_spans_two_units(tmp_path: Path) -> None:
+    """A conv absorbs a following constant Mul (a batch-norm scale) when both run on one
+    unit; when placement puts the Mul on another unit of the same accelerator (the
+    VeriSilicon NPU's shader), they are two kernels: each engine runs its own job."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["c", "s"], ["y"]),
+    ]
+    path = _model(
+        tmp_path, nodes, [_w("w", (16, 8, 3, 3)), _w("s", (1, 16, 1, 1))], [1, 8, 8, 8], "cm"
+    )
+    g = load(path)
+    proc = {n.index: "accelerator" for n in g.nodes}
+    assert [k.members for k in kernels(g, proc)] == [(0, 1)]
+    assert [k.members for k in kernels(g, proc, unit={0: "npu", 1: "npu"})] == [(0, 1)]
+    assert [k.members for k in kernels(g, proc, unit={0: "npu", 1: "sh"})] == [(0,), (1,)]
+
+
+def test_resize_has_its_own_class_falling_back_to_movement() -> None:
+    """A resize interpolates rather than copies: class ``resample``, which reads
+    ``efficiency.movement`` where a target states no ``resample`` (so every other target's
+    forecast is unchanged), while the i.MX 8M Plus NPU keeps resizes (TIM-VX shader kernels)
+    off its tensor processor's copy rate."""
+    from infercast.estimate.work import PARENT_CLASS
+
+    assert PARENT_CLASS["resample"] == "movement"
+    npu = Params.of(load_target("imx8mp-npu-vx"))
+    assert npu.eff("npu", "resample") == 0.1
+    assert npu.eff("npu", "movement") == pytest.approx(8.26e-4)
+    cpu = Params.of(load_target("imx8mp-cpu"))
+    assert cpu.eff("cpu", "resample") == cpu.eff("cpu", "movement")

@@ -248,7 +248,7 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
 
 
 def test_every_constraint_has_cases() -> None:
-    assert set(CASES) | {"always_rewritten"} == set(REGISTRY)
+    assert set(CASES) | {"always_rewritten", "runs_on_engine"} == set(REGISTRY)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -299,3 +299,12 @@ def test_always_rewritten_always_fails(_models: dict[str, Path]) -> None:
         _view(_models, "edge:convs_5x5_7x7.tflite", 7), {}
     )
     assert not ok and detail == "FULLY_CONNECTED"
+
+
+def test_runs_on_engine_always_fails(_models: dict[str, Path]) -> None:
+    """The marker that moves an operator to another engine of the accelerator (with
+    ``on_fail = "note"`` and a ``unit``): it fails on any node by design."""
+    c = REGISTRY["runs_on_engine"]
+    ok, detail = c.run(_view(_models, "edge:convs_5x5_7x7.tflite", 7), {"engine": "shader"})
+    assert not ok and detail == "FULLY_CONNECTED"
+    assert "{" not in c.reason({"engine": "shader"}, {"accelerator": "NPU", "fallback": "CPU"})

@@ -258,6 +258,7 @@ def kernels(
     transparent: set[int] | frozenset[int] = frozenset(),
     accelerator_fuses_residual: bool = True,
     gate_fused: bool = False,
+    unit: Mapping[int, str] | None = None,
 ) -> list[Kernel]:
     """Group the non-folded nodes of ``graph`` into kernels, in execution order.
 
@@ -267,9 +268,16 @@ def kernels(
     node is in exactly one kernel. ``accelerator_fuses_residual`` False: a residual
     ``add`` on the accelerator stays its own kernel (:func:`_separate_residual`).
     ``gate_fused``: the runtime fuses ``x * sigmoid(x)`` in a TFLite graph too
-    (:func:`_swish_mul`).
+    (:func:`_swish_mul`). ``unit`` maps a node index to the unit placement gave it: a group
+    never spans two units either (an accelerator's engines are separate jobs: the
+    VeriSilicon driver runs a MUL on its shader, never inside the NN core's conv).
     """
     proc = processor or {}
+    engine = unit or {}
+
+    def same(a: int, b: int) -> bool:
+        return proc.get(a, "") == proc.get(b, "") and engine.get(a, "") == engine.get(b, "")
+
     nodes = {n.index: n for n in graph.nodes if not n.folded}
     consumers = graph.consumers
     taken: set[int] = set()
@@ -280,11 +288,7 @@ def kernels(
         members = [node.index]
         taken.add(node.index)
         gate = _swish_mul(graph, node, nodes, consumers, gate_fused)
-        if (
-            gate is not None
-            and gate not in taken
-            and proc.get(gate, "") == proc.get(node.index, "")
-        ):
+        if gate is not None and gate not in taken and same(gate, node.index):
             members.append(gate)
             taken.add(gate)
         elif (
@@ -302,7 +306,7 @@ def kernels(
                 nxt = nodes.get(readers[0])
                 if nxt is None or nxt.index in taken:
                     break
-                if proc.get(nxt.index, "") != proc.get(node.index, ""):
+                if not same(nxt.index, node.index):
                     break
                 if nxt.index in transparent and len(nxt.outputs) == 1:
                     members.append(nxt.index)

@@ -50,7 +50,13 @@ PARENT_CLASS = {
     "depthwise_conv_large": "depthwise_conv",
     "pointwise_conv": "conv",
     "serial_elementwise": "elementwise",
+    "resample": "movement",
 }
+RESAMPLE_OPS = frozenset({"resize", "grid_sample"})
+"""Movement-family ops that interpolate rather than copy: their own efficiency class
+(``resample``, falling back to ``movement``), since an accelerator may run them on another
+engine than its copies (the VeriSilicon NPU: copies on the tensor processor, TIM-VX's
+resize on its shader kernels)."""
 LARGE_DEPTHWISE_TAPS = 25
 """Depthwise kernels with more taps than this (7x7 and up) are their own class: XNNPACK's
 single-pass depthwise micro-kernels stop at 25 taps (5x5; google/XNNPACK src/f32-dwconv/,
@@ -209,6 +215,8 @@ def op_class(node: Node, graph: Graph | None = None) -> str:
                 except (ShapeUnknownError, ValueError, IndexError):
                     taps = 0
         return "depthwise_conv_large" if taps > LARGE_DEPTHWISE_TAPS else "depthwise_conv"
+    if node.op in RESAMPLE_OPS:
+        return "resample"
     h = get_handler(node.op)
     cls = _FAMILY_CLASS.get(h.family if h else "", "default")
     return cls if cls in EFFICIENCY_KEYS else "default"
@@ -883,12 +891,13 @@ def memory_for(target: Target, holds: tuple[str, ...]) -> str | None:
 def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kernel], set[int]]:
     """The kernels of ``dev`` (fused groups, or one per op) and the elided transposes."""
     proc = {ly.index: ly.processor for ly in report.layers if not ly.folded}
+    unit = {ly.index: ly.unit for ly in report.layers if not ly.folded}
     if not fuse:
         return [Kernel(n.index, (n.index,)) for n in dev.nodes if not n.folded], set()
     elided = elided_transposes(dev)
     pl = report.target.placement
     gate = pl.gated_activation == "fused"
-    return kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate), elided
+    return kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate, unit), elided
 
 
 def builtin_int8(target: Target, unit: str, graph: Graph, node: Node) -> bool:
@@ -1055,7 +1064,7 @@ def _arithmetic(
             ops += lc.flops
     anchor = members[0]
     relabel = relabels_input(dev, anchor)
-    if op_class(anchor, dev) == "movement" and known and ops == 0 and not relabel:
+    if op_class(anchor, dev) in ("movement", "resample") and known and ops == 0 and not relabel:
         ops = float(sum((dev.tensors[o].elements or 0) for o in anchor.outputs if o))
     return ops, known
 

@@ -998,6 +998,13 @@ def always_rewritten(view: NodeView) -> Outcome:
 
 
 @constraint
+def runs_on_engine(view: NodeView, *, engine: str) -> Outcome:
+    """The driver runs this operator on the {engine}: neither the MAC array nor the tensor
+    processor takes it"""
+    return False, view.node.native_op
+
+
+@constraint
 def integer_compute(view: NodeView, *, dtypes: list[str]) -> Outcome:
     """The MAC array computes {dtypes} only; other types run on a slower programmable engine"""
     bad = [t for t in view.feature_maps if _dtype_name(t) not in dtypes]

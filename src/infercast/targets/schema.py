@@ -90,6 +90,7 @@ EfficiencyKey = Literal[
     "serial_elementwise",  # an element-wise op in the unit's serial_ops: falls back to elementwise
     "pool",
     "movement",
+    "resample",  # resize / grid sample: falls back to movement
     "normalization",
     "recurrent",
     "detection",
