@@ -43,7 +43,7 @@ from infercast.targets import load_target  # noqa: E402
 
 CLASSES = {
     "i.MX 8M Plus NPU": ("imx8mp-npu-vx", "imx8mp-npu-nnapi"),
-    "i.MX CPUs (TFLite/XNNPACK)": ("imx8mp-cpu", "imx93-cpu"),
+    "i.MX CPUs (TFLite int8 kernels)": ("imx8mp-cpu", "imx93-cpu"),
     "Edge TPU": ("edgetpu-usb", "edgetpu-usb-rpi4", "edgetpu-pcie"),
     "Ethos-U": ("ethos-u65-256", "ethos-u55-128"),
     "Cortex-A CPUs (ncnn)": ("rpi4-cpu", "jetson-nano-cpu", "jetson-orin-nano-cpu"),
