@@ -187,7 +187,7 @@ class Batch:
         act_b, weight_b = cached_bytes(w, sb)
         cols["act"].append(act_b)
         cols["act_bw"].append(self._mem(w.act_memory))
-        cols["wb"].append(weight_b)
+        cols["wb"].append(weight_b + (w.arena_bytes if w.weight_memory is not None else 0))
         bkey = f"units.{u}.broadcast_read_factor"
         uses = w.broadcast_bytes and w.weight_memory is not None
         uses = uses and (bkey in free or p.broadcast_read_factor.get(u, 0.0) > 0)

@@ -472,7 +472,7 @@ def kernel_time(w: Work, p: Params) -> Times:
     if w.act_memory is not None:
         act = act_b / p.bandwidth[w.act_memory]
     if w.weight_memory is not None:
-        weights = weight_b / p.bandwidth[w.weight_memory]
+        weights = (weight_b + w.arena_bytes) / p.bandwidth[w.weight_memory]
         factor = p.broadcast_read_factor.get(w.unit, 0.0)
         if factor and w.broadcast_bytes:
             weights += factor * w.broadcast_bytes / p.bandwidth[w.weight_memory]

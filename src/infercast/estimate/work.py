@@ -164,6 +164,10 @@ class Work:
     """Input feature-map bytes read beyond the first read, from ``act_memory``: once more per
     block of the unit's ``ifm_refetch_depth`` output channels, and narrow reads of an NHWC
     model input charged whole bursts (:func:`ifm_refetch_bytes`)."""
+    arena_bytes: int = 0
+    """Feature-map bytes of a kernel whose other maps ``act_memory`` caches that go through
+    the weights' memory (the arena) instead, their narrow-burst charge included: its NPU
+    partition's inputs and outputs under NXP's Vela schedule (:func:`cpu_exchanged_maps`)."""
     pointwise: bool = False
     """A 1x1, stride-1, ungrouped conv (:func:`is_pointwise`): a plain GEMM on the CPU."""
     gemm_rows: int = 0
@@ -592,9 +596,11 @@ def _burst_bytes(mem: Memory) -> int:
 def vela_view(target: Target) -> Target:
     """``target`` as Arm Vela models it: every memory charges Vela's burst length
     (``burst_bytes``), not the device's own (``device_burst_bytes``); for comparisons with
-    Vela's estimate (bench/bench_vela.py)."""
+    Vela's estimate (bench/bench_vela.py). Arm's Vela: a ``vela_fork`` (NXP's schedule,
+    :func:`nxp_vela_schedule`) is dropped."""
     mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
-    return replace(target, memories=mems)
+    tc = {k: v for k, v in target.toolchain.items() if k != "vela_fork"}
+    return replace(target, memories=mems, toolchain=tc)
 
 
 def _vela_accel(target: Target) -> str:
@@ -603,6 +609,49 @@ def _vela_accel(target: Target) -> str:
     tc = target.raw.get("toolchain", {})
     accel = str(tc.get("vela_accelerator_config", "")) if isinstance(tc, Mapping) else ""
     return accel if accel in ACCEL_CONFIGS else ""
+
+
+def nxp_vela_schedule(target: Target) -> bool:
+    """The target's command streams come from NXP's Vela fork (``[toolchain] vela_fork =
+    "nxp-3.7"``: nxp-imx/ethos-u-vela 3.7-3.10, what the i.MX 93's BSP compiles with) rather
+    than Arm's Vela 5.2 this module otherwise reproduces; see :func:`nxp_resize_cycles`,
+    :func:`cpu_exchanged_maps` and :func:`vela_linear_maps`."""
+    return target.toolchain.get("vela_fork", "") == "nxp-3.7"
+
+
+def nxp_resize_cycles(graph: Graph, node: Node, accel: str) -> int | None:
+    """NPU cycles of a 2x half-pixel-centre RESIZE_BILINEAR as NXP's Vela 3.7 runs it
+    (nxp-imx/ethos-u-vela 3.7.0 ``tflite_graph_optimiser.py`` ``fixup_resize`` ->
+    ``convert_resizebilinear_to_depthwise_convolutions``): a 1x1 average pool copies the IFM
+    to an intermediate map, then four 2x2 depthwise convolutions (one per output phase, TILE
+    padding) each read that map and write one quarter of the OFM (``write_shape`` = the IFM's
+    shape, the OFM strides doubled). Each is costed as :func:`mac_op_cycles` on the block
+    :func:`find_block` picks. NXP's Vela 3.7 estimate charges far more: each convolution on
+    the whole OFM (its ``ofm_shape``; the command stream computes one quarter), 115288
+    cycles each for the selfie segmenter's 16x16x128 -> 32x32x128 resize where this gives
+    8576. None for another resize, an unknown shape or an accelerator this module does not
+    know."""
+    if accel not in ACCEL_CONFIGS or node.op != "resize" or graph.layout != "NHWC":
+        return None
+    if not node.attrs.get("half_pixel_centers") or node.attrs.get("mode") != "linear":
+        return None
+    acts = [t for t in graph.input_tensors(node) if t is not None and not t.is_constant]
+    outs = graph.output_tensors(node)
+    if not acts or not outs:
+        return None
+    try:
+        x, y = static_shape(acts[0]), static_shape(outs[0])
+    except ShapeUnknownError:
+        return None
+    if len(x) != 4 or len(y) != 4 or min(x[1:]) <= 0 or (y[1], y[2]) != (2 * x[1], 2 * x[2]):
+        return None
+    ifm = (x[1], x[2], x[3])
+    pool = find_block(accel, "pool", ifm, ifm, (1, 1))
+    dw = find_block(accel, "depthwise", ifm, ifm, (2, 2))
+    if pool is None or dw is None:
+        return None
+    cycles = mac_op_cycles(accel, "pool", pool, ifm, ifm, (1, 1))
+    return cycles + 4 * mac_op_cycles(accel, "depthwise", dw, ifm, ifm, (2, 2))
 
 
 _LUT_ACTIVATIONS = {"sigmoid", "tanh", "hard_swish", "hard_sigmoid", "swish", "gelu", "elu"}
@@ -699,7 +748,9 @@ def ifm_refetch_bytes(
     return int(ifm_bytes * (reads * burst - 1))
 
 
-def vela_linear_maps(dev: Graph, groups: list[Kernel]) -> frozenset[str]:
+def vela_linear_maps(
+    dev: Graph, groups: list[Kernel], cpu_nodes: frozenset[int] | None = None
+) -> frozenset[str]:
     """Feature maps Vela keeps in linear NHWC format instead of 16-channel bricks
     (ethos-u-vela 5.2.0 regor ``scheduler.cpp`` ``UpdateSchedulerTensor``): a concatenation
     whose parts start at a depth offset that is not a multiple of 16
@@ -707,8 +758,30 @@ def vela_linear_maps(dev: Graph, groups: list[Kernel]) -> frozenset[str]:
     with another width or depth than the whole (``Brick format can only be used if both shapes
     have equal W and C``): the output of a PAD Vela runs as a memory copy into the padded
     map (one not merged into the convolution or pool after it), and the input and output of a
-    slice (Vela reads the slice in place)."""
+    slice (Vela reads the slice in place).
+
+    With ``cpu_nodes`` (the nodes placed on the CPU, given for NXP's Vela 3.7 schedule,
+    :func:`nxp_vela_schedule`) a map an NPU op exchanges with a CPU op is linear as well, and
+    so is a model output the NPU writes: 3.7's
+    ``graph_optimiser_util.check_format_restrictions`` keeps NHCWB16 only for a map whose
+    producers and consumers all run on the NPU; it also keeps the OFM of a half-pixel
+    RESIZE_BILINEAR linear (its four depthwise convolutions write it with doubled strides)."""
     out: set[str] = set()
+    if cpu_nodes is not None:
+        for n in dev.nodes:
+            if n.folded or n.index in cpu_nodes:
+                continue
+            for o in n.outputs:
+                if not o:
+                    continue
+                to_cpu = any(c in cpu_nodes for c in dev.consumers.get(o, ()))
+                strided = n.op == "resize" and bool(n.attrs.get("half_pixel_centers"))
+                if o in dev.outputs or to_cpu or strided:
+                    out.add(o)
+            for i in n.inputs:
+                p = dev.producers.get(i) if i else None
+                if p is not None and p in cpu_nodes and not dev.tensors[i].is_constant:
+                    out.add(i)
     for k in groups:
         nodes = [dev.nodes[i] for i in k.members]
         if len(nodes) == 1 and nodes[0].op == "pad":
@@ -779,6 +852,23 @@ def linear_transfer_bytes(
         )
         extra += t.nbytes * (f - 1.0)
     return int(extra)
+
+
+def cpu_exchanged_maps(dev: Graph, members: list[Node], cpu_nodes: frozenset[int]) -> set[str]:
+    """The feature maps kernel ``members`` reads from, or writes for, an op on the CPU: its
+    NPU partition's inputs and outputs. NXP's Vela 3.7 leaves them in the arena (DRAM in
+    Dedicated_Sram mode): ``scheduler.py`` ``Scheduler.use_fast_storage_for_feature_maps``
+    moves to the SRAM only OFMs the partition itself consumes, and the partition's inputs
+    are the runtime's arena tensors."""
+    out: set[str] = set()
+    for name in members[0].inputs:
+        p = dev.producers.get(name) if name else None
+        if p is not None and p in cpu_nodes and not dev.tensors[name].is_constant:
+            out.add(name)
+    for o in members[-1].outputs:
+        if o and any(c in cpu_nodes for c in dev.consumers.get(o, ())):
+            out.add(o)
+    return out
 
 
 def _cached_act_memory(
@@ -1086,6 +1176,8 @@ class _Context:
     linear: frozenset[str] = frozenset()
     """Feature maps Vela stores linear (NHWC) rather than in 16-channel bricks
     (:func:`vela_linear_maps`); empty for a target that does not model Vela."""
+    cpu_nodes: frozenset[int] | None = None
+    """The nodes on the CPU, for a target with NXP's Vela schedule (:func:`_cpu_nodes`)."""
 
 
 def _peak_dtype(ctx: _Context, anchor: Node, unit: str, ops: float) -> str | None:
@@ -1112,22 +1204,40 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     act_bytes, out_bytes, weights, sizes_known = _kernel_io(dev, k, members)
     w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
     a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
-    refetch = 0
+    refetch = arena = 0
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
-        a_mem = _cached_act_memory(target, dev, members, act_bytes) or a_mem
+        cached = _cached_act_memory(target, dev, members, act_bytes)
+        arena_maps = cpu_exchanged_maps(dev, members, ctx.cpu_nodes) if ctx.cpu_nodes else set()
+        a_mem = cached or a_mem
         burst = _burst_bytes(target.memories[a_mem]) if a_mem else 0
         refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
-        refetch += linear_transfer_bytes(dev, members, ctx.linear, burst, _vela_accel(target))
+        if cached and arena_maps and w_mem and memory_for(target, ("activations",)) == w_mem:
+            # the partition's inputs / outputs go through the arena, the rest stays cached
+            arena = sum(dev.tensors[t].nbytes or 0 for t in arena_maps)
+            act_bytes -= arena
+            linear = ctx.linear - arena_maps
+            arena_burst = _burst_bytes(target.memories[w_mem])
+            arena += linear_transfer_bytes(
+                dev, members, ctx.linear & arena_maps, arena_burst, _vela_accel(target)
+            )
+        else:
+            linear = ctx.linear
+        refetch += linear_transfer_bytes(dev, members, linear, burst, _vela_accel(target))
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
     factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
     cycles = vela_npu_cycles(dev, members, _vela_accel(target)) if on_acc else None
+    lowered = None
+    if on_acc and cycles is None and nxp_vela_schedule(target):
+        lowered = nxp_resize_cycles(dev, anchor, _vela_accel(target))
+        cycles = lowered
     unit = target.units[lp.unit]
     if cycles is not None and ops > 0 and unit.macs_per_cycle:
         factor = cycles * 2.0 * unit.macs_per_cycle / ops
     known = known and sizes_known
-    cls = op_class(anchor, dev)
+    # NXP's Vela runs a half-pixel bilinear resize as depthwise convolutions
+    cls = "depthwise_conv" if lowered is not None else op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
     serial = is_serial(target, lp.unit, dev, anchor)
     builtin = builtin_int8(target, lp.unit, dev, anchor)
@@ -1166,11 +1276,19 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         serial=serial,
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
         refetch_bytes=refetch,
+        arena_bytes=arena,
         separate_ports=_separate_ports(target, a_mem, w_mem),
         pointwise=pointwise,
         gemm_rows=rows,
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
     )
+
+
+def _cpu_nodes(report: PlacementReport, target: Target) -> frozenset[int] | None:
+    """The nodes placed on the CPU, for a target with NXP's Vela schedule; else None."""
+    if not nxp_vela_schedule(target):
+        return None
+    return frozenset(ly.index for ly in report.layers if ly.processor == "cpu")
 
 
 def build_works(
@@ -1190,7 +1308,10 @@ def build_works(
         caches=_StreamingCaches(target),
         elided=elided,
         missing_peak=set(),
-        linear=vela_linear_maps(dev, groups) if _vela_accel(target) else frozenset(),
+        linear=vela_linear_maps(dev, groups, _cpu_nodes(report, target))
+        if _vela_accel(target)
+        else frozenset(),
+        cpu_nodes=_cpu_nodes(report, target),
     )
     out = [(k, _work_of(ctx, k)) for k in groups]
     notes = [f"no peak stated for the dtype; {m}" for m in sorted(ctx.missing_peak)]

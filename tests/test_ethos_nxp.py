@@ -1,0 +1,101 @@
+"""NXP's Vela 3.7 schedule on the i.MX 93's Ethos-U65 (``[toolchain] vela_fork = "nxp-3.7"``).
+
+The i.MX 93 boards run command streams from NXP's Vela fork (nxp-imx/ethos-u-vela 3.7-3.10),
+not Arm's Vela 5.2 that ethos-u55-128 reproduces. Two of its differences are modelled:
+
+- ``tflite_graph_optimiser.py`` ``convert_resizebilinear_to_depthwise_convolutions``: a 2x
+  half-pixel RESIZE_BILINEAR runs as a 1x1 average pool and four 2x2 depthwise convolutions,
+  each writing one quarter of the OFM;
+- ``graph_optimiser_util.py`` ``check_format_restrictions`` and ``scheduler.py``
+  ``use_fast_storage_for_feature_maps``: a map an NPU op exchanges with a CPU op stays linear
+  (NHWC) in the arena (DRAM), while the kernel's other maps stay in the SRAM cache.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ai_edge_litert import schema_py_generated as S
+
+from infercast import estimate
+from infercast.estimate.work import nxp_resize_cycles, vela_view
+from infercast.frontends import load
+from infercast.targets import load_target
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_placement_craft import Craft
+
+U65, U55 = "ethos-u65-256", "ethos-u55-128"
+
+
+def resize_model() -> bytes:
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 8))
+    a = c.tensor("a", (1, 16, 16, 128))
+    c.conv(x, a, 1, 128, 8, 1, "SAME")
+    r = c.tensor("r", (1, 32, 32, 128))
+    size = c.const("size", [32, 32])
+    o = S.ResizeBilinearOptionsT()
+    o.alignCorners, o.halfPixelCenters = False, True
+    c.op("RESIZE_BILINEAR", [a, size], [r], S.BuiltinOptions.ResizeBilinearOptions, o)
+    z = c.tensor("z", (1, 32, 32, 16))
+    c.conv(r, z, 1, 16, 128, 1, "SAME")
+    return c.build([x], [z], "resize")
+
+
+def test_half_pixel_resize_is_a_pool_and_four_depthwise_convs(tmp_path: Path) -> None:
+    """16 x 16 x 128 -> 32 x 32 x 128: the 1x1 average pool over the IFM takes 16384
+    cycles (4 x 4 x 128 blocks, 16 cycles per 2 x 2 x 8 micro-block), each 2x2 depthwise
+    convolution over the IFM's shape 8576 (12 x 16 x 16 blocks at the output stage's 0.25
+    cycles per element): 16384 + 4 x 8576."""
+    model = tmp_path / "resize.tflite"
+    model.write_bytes(resize_model())
+    g = load(model)
+    (node,) = [n for n in g.nodes if n.op == "resize"]
+    assert nxp_resize_cycles(g, node, U65) == 16384 + 4 * 8576
+    fc = estimate(model, U65)
+    (w,) = [w for k, w in fc.works if g.nodes[k.anchor].op == "resize"]
+    assert w.op_class == "depthwise_conv"  # costed at the depthwise efficiency
+    assert round(w.ops_eff) == (16384 + 4 * 8576) * 2 * 256
+    # Arm's Vela 5.2 (ethos-u55-128, and the U65 as bench_vela.py views it) keeps the resize
+    for target in (load_target(U55), vela_view(load_target(U65))):
+        fc_arm = estimate(model, target)
+        (w_arm,) = [w for k, w in fc_arm.works if g.nodes[k.anchor].op == "resize"]
+        assert w_arm.op_class == "resample"
+
+
+def cpu_split_model() -> bytes:
+    """conv -> conv "a" -> a global AVERAGE_POOL_2D (stride 16: on the A55 under NXP's
+    stride rule) -> conv "b" -> conv: "a" writes a map for the CPU, "b" reads one."""
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 8))
+    h = c.tensor("h", (1, 16, 16, 16))
+    c.conv(x, h, 1, 16, 8, 1, "SAME")
+    a = c.tensor("a", (1, 16, 16, 16))
+    c.conv(h, a, 1, 16, 16, 1, "SAME")
+    p = c.tensor("p", (1, 1, 1, 16))
+    c.pool("AVERAGE_POOL_2D", a, p, 16, 16, "VALID")
+    b = c.tensor("b", (1, 1, 1, 32))
+    c.conv(p, b, 1, 32, 16, 1, "SAME")
+    z = c.tensor("z", (1, 1, 1, 32))
+    c.conv(b, z, 1, 32, 32, 1, "SAME")
+    return c.build([x], [z], "split")
+
+
+def test_partition_maps_go_through_the_arena(tmp_path: Path) -> None:
+    model = tmp_path / "split.tflite"
+    model.write_bytes(cpu_split_model())
+    g = load(model)
+    fc = estimate(model, U65)
+    by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
+    assert by_op["p"].unit == "cpu"
+    # the 16 x 16 x 16 map for the CPU pool goes to the DRAM arena (written linear in
+    # bursts of its 16-channel pixel: no extra charge), its input stays in the SRAM cache
+    a, b = by_op["a"], by_op["b"]
+    assert a.act_memory == "sram" and a.arena_bytes == 16 * 16 * 16
+    assert a.act_bytes == 16 * 16 * 16
+    # the pool's 16-byte output comes back from the arena
+    assert b.act_memory == "sram" and b.arena_bytes == 16
+    fc55 = estimate(model, U55)
+    assert all(w.arena_bytes == 0 for _, w in fc55.works)
