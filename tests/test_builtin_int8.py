@@ -81,7 +81,7 @@ def test_builtin_element_wise_kernels_cost_their_elements_on_one_thread(model: P
         elements = g.tensors[node.outputs[0]].elements
         assert elements == 16 * 16 * 16
         assert w1.ops_eff == pytest.approx(elements * BUILTIN_INT8_ELEMENT_COST[node.op])
-        assert w1.serial and not w4.parallel
+        assert not w1.parallel and not w4.parallel and w1.efficiency_class == "elementwise"
         assert kernel_time(w4, four.params).compute_s == pytest.approx(
             kernel_time(w1, one.params).compute_s
         )

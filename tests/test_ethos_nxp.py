@@ -99,3 +99,48 @@ def test_partition_maps_go_through_the_arena(tmp_path: Path) -> None:
     assert b.act_memory == "sram" and b.arena_bytes == 16
     fc55 = estimate(model, U55)
     assert all(w.arena_bytes == 0 for _, w in fc55.works)
+
+
+def elementwise_model() -> bytes:
+    """conv -> ADD (two maps) -> MUL (two maps) -> LOGISTIC -> conv, 8 x 8 x 24 maps."""
+    c = Craft()
+    x = c.tensor("input", (1, 8, 8, 8))
+    a = c.tensor("a", (1, 8, 8, 24))
+    c.conv(x, a, 1, 24, 8, 1, "SAME")
+    s = c.tensor("s", (1, 8, 8, 24))
+    c.add(a, a, s)
+    m = c.tensor("m", (1, 8, 8, 24))
+    c.op("MUL", [s, a], [m], S.BuiltinOptions.MulOptions, S.MulOptionsT())
+    g = c.tensor("g", (1, 8, 8, 24))
+    c.unary("LOGISTIC", m, g)
+    z = c.tensor("z", (1, 8, 8, 16))
+    c.conv(g, z, 1, 16, 24, 1, "SAME")
+    return c.build([x], [z], "ew")
+
+
+def test_elementwise_ops_take_nxp_vela_output_cycles(tmp_path: Path) -> None:
+    """NXP's Vela 3.7 output-stage cycles per element on the U65-256
+    (architecture_features.py _generate_output_perf_tables): ADD 0.75, MUL 0.375, a table
+    activation 1.0, over the OFM with its depth rounded up to 16 (24 -> 32 channels):
+    8 x 8 x 32 = 2048 elements -> 1536, 768 and 2048 cycles, at efficiency.elementwise_cycles;
+    the U55 (Arm's Vela) keeps its element-wise rate."""
+    from infercast.estimate.work import nxp_elementwise_cycles
+
+    model = tmp_path / "ew.tflite"
+    model.write_bytes(elementwise_model())
+    g = load(model)
+    want = {"add": 1536, "mul": 768, "sigmoid": 2048}
+    for n in g.nodes:
+        if n.op in want:
+            assert nxp_elementwise_cycles(g, [n], U65) == want[n.op]
+            assert nxp_elementwise_cycles(g, [n], U55) is None
+    fc = estimate(model, U65)
+    ews = {g.nodes[k.anchor].op: w for k, w in fc.works if g.nodes[k.anchor].op in want}
+    assert set(ews) == set(want)
+    for op, w in ews.items():
+        assert w.efficiency_class == "elementwise_cycles"
+        assert round(w.ops_eff) == want[op] * 2 * 256
+    u55 = estimate(model, U55)
+    assert all(
+        w.efficiency_class == "elementwise" for _, w in u55.works if w.op_class == "elementwise"
+    )

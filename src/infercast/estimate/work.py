@@ -173,6 +173,10 @@ class Work:
     gemm_rows: int = 0
     """Rows ``M`` of the GEMM a conv / FC is on the CPU (output pixels of a conv, batch
     rows of an FC; :func:`gemm_rows`); 0: not a GEMM or not known."""
+    npu_cycles: bool = False
+    """``shape_factor`` carries the NPU cycles of an element-wise op from Vela's per-element
+    output cycles (:func:`nxp_elementwise_cycles`): its efficiency is
+    ``elementwise_cycles``, not the element-wise rate fitted for other ops."""
     im2col_bytes: int = 0
     """Bytes of the im2col buffer a built-in int8 conv fills on one thread before its GEMM
     (``units.U.im2col_s_per_byte``); 0 for any other kernel."""
@@ -192,6 +196,8 @@ class Work:
         ``elementwise``: a scalar built-in kernel is not the vectorised one), else its class."""
         if self.pointwise and self.op_class == "conv":
             return "pointwise_conv"
+        if self.npu_cycles and self.op_class == "elementwise":
+            return "elementwise_cycles"
         if self.serial and self.op_class == "elementwise":
             return "serial_elementwise"
         return self.op_class
@@ -668,6 +674,37 @@ def _activation_kind(members: list[Node]) -> str:
     if ops & _RELU_ACTIVATIONS:
         return "relu"
     return "none"
+
+
+# nxp-imx/ethos-u-vela 3.7.0 architecture_features.py _generate_output_perf_tables, Ethos-U55-256 /
+# U65-256: output cycles per element by output_perf_index (npu_performance.py
+# _estimate_output_cycles_per_element: 3 = MUL, 5 = "advanced" ADD / SUB, 7 = other ops)
+_NXP_EW_OUTPUT_CYCLES = {"mul": 0.375, "add": 0.75, "sub": 0.75}
+_NXP_EW_OTHER_CYCLES = 0.25
+_NXP_ACTIVATION_CYCLES = {"lut": 1.0, "relu": 0.25, "none": 0.0}
+
+
+def nxp_elementwise_cycles(graph: Graph, members: list[Node], accel: str) -> int | None:
+    """NPU cycles NXP's Vela 3.7 gives an int8 element-wise op on the U65-256 when its maps
+    are in SRAM (``npu_performance.py`` ``measure_cycle_cost``): the output stage's cycles
+    per element (the larger of the op's and its fused activation's) times the OFM elements,
+    the depth rounded up to 16 (NHCWB16 storage). None for another op or accelerator."""
+    node = members[0]
+    if accel != "ethos-u65-256" or get_handler(node.op) is None:
+        return None
+    if op_class(node, graph) != "elementwise" or not node.outputs:
+        return None
+    try:
+        y = static_shape(graph.tensors[node.outputs[0]])
+    except ShapeUnknownError:
+        return None
+    if not y:
+        return None
+    elements = int(np.prod(y[:-1], dtype=np.int64)) * _ceil_to(int(y[-1]), 16)
+    # a standalone sigmoid / tanh / hard-swish runs as a table lookup (Vela's LUT activation)
+    act = "lut" if node.op in _LUT_ACTIVATIONS else _activation_kind(members)
+    cpe = max(_NXP_EW_OUTPUT_CYCLES.get(node.op, _NXP_EW_OTHER_CYCLES), _NXP_ACTIVATION_CYCLES[act])
+    return int(np.ceil(cpe * elements))
 
 
 def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | None:
@@ -1229,9 +1266,13 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
     cycles = vela_npu_cycles(dev, members, _vela_accel(target)) if on_acc else None
     lowered = None
+    ew = False
     if on_acc and cycles is None and nxp_vela_schedule(target):
         lowered = nxp_resize_cycles(dev, anchor, _vela_accel(target))
         cycles = lowered
+        if cycles is None:
+            cycles = nxp_elementwise_cycles(dev, members, _vela_accel(target))
+            ew = cycles is not None
     unit = target.units[lp.unit]
     if cycles is not None and ops > 0 and unit.macs_per_cycle:
         factor = cycles * 2.0 * unit.macs_per_cycle / ops
@@ -1244,7 +1285,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     if builtin and cls == "elementwise" and ops > 0 and not serial:
         elements = sum(dev.tensors[o].elements or 0 for o in anchor.outputs if o)
         factor = elements * _builtin_int8_cost(dev, anchor) / ops
-    serial = serial or (builtin and anchor.op not in BUILTIN_INT8_THREADED)
+    one_thread = serial or (builtin and anchor.op not in BUILTIN_INT8_THREADED)
     gemm = cls in ("conv", "linalg")
     depth = reduction_depth(dev, anchor) if gemm else 0
     rows = gemm_rows(dev, anchor) if gemm else 0
@@ -1272,7 +1313,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         elided=len(members) == 1 and k.anchor in ctx.elided,
         per_channel=per_channel,
         per_channel_out_elements=_conv_out_elements(dev, anchor) if per_channel else 0,
-        parallel=cls in PARALLEL_CLASSES and not serial,
+        parallel=cls in PARALLEL_CLASSES and not one_thread,
         serial=serial,
         broadcast_bytes=sum(broadcast_bytes(dev, n) for n in members),
         refetch_bytes=refetch,
@@ -1281,6 +1322,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         pointwise=pointwise,
         gemm_rows=rows,
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
+        npu_cycles=ew,
     )
 
 

@@ -88,6 +88,7 @@ EfficiencyKey = Literal[
     "linalg",
     "elementwise",
     "serial_elementwise",  # an element-wise op in the unit's serial_ops: falls back to elementwise
+    "elementwise_cycles",  # an element-wise op at Vela 3.7's cycles (vela_fork): else default
     "pool",
     "movement",
     "resample",  # resize / grid sample: falls back to movement
