@@ -144,3 +144,13 @@ def test_elementwise_ops_take_nxp_vela_output_cycles(tmp_path: Path) -> None:
     assert all(
         w.efficiency_class == "elementwise" for _, w in u55.works if w.op_class == "elementwise"
     )
+
+
+def test_vela_view_takes_arms_operator_support() -> None:
+    """Arm's view of the U65 (bench_vela's comparison with Arm's Vela 5.2) drops the support
+    rule NXP's Vela adds (pool strides 1..3): its AVERAGE_POOL_2D rule is the U55's, Arm's."""
+    u65, u55 = load_target(U65), load_target(U55)
+    nxp = u65.support.rules["AVERAGE_POOL_2D"]
+    arm = vela_view(u65).support.rules["AVERAGE_POOL_2D"]
+    assert nxp != arm and arm == u55.support.rules["AVERAGE_POOL_2D"]
+    assert vela_view(u55).support == u55.support

@@ -603,10 +603,15 @@ def vela_view(target: Target) -> Target:
     """``target`` as Arm Vela models it: every memory charges Vela's burst length
     (``burst_bytes``), not the device's own (``device_burst_bytes``); for comparisons with
     Vela's estimate (bench/bench_vela.py). Arm's Vela: a ``vela_fork`` (NXP's schedule,
-    :func:`nxp_vela_schedule`) is dropped."""
+    :func:`nxp_vela_schedule`) is dropped, and with it the operator support the target's own
+    file states on top of the files it extends (the fork's rules: NXP's pool strides)."""
+    from infercast.targets.loader import base_support
+
     mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
+    if "vela_fork" not in target.toolchain:
+        return replace(target, memories=mems)
     tc = {k: v for k, v in target.toolchain.items() if k != "vela_fork"}
-    return replace(target, memories=mems, toolchain=tc)
+    return replace(target, memories=mems, toolchain=tc, support=base_support(target))
 
 
 def _vela_accel(target: Target) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from infercast.errors import printable, regular_file
-from infercast.targets.schema import Target, TargetError, build_target
+from infercast.targets.schema import Support, Target, TargetError, build_target
 from infercast.targets.validate import show
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -193,6 +193,17 @@ def _load(path: Path, detect: bool) -> Target:
     if detect and raw.get("detect"):
         raw = _detect_host(raw)
     return build_target(raw, path.name, str(path), chain)
+
+
+def base_support(target: Target) -> Support:
+    """The operator support of the files ``target`` extends, without its own ``[support]``
+    table (its own support when it extends nothing): what an Ethos-U target's vendor fork
+    states on top of Arm's rules is dropped (:func:`infercast.estimate.work.vela_view`)."""
+    if len(target.chain) < 2:
+        return target.support
+    base, _ = _resolve(Path(target.chain[1]), ())
+    raw = {**target.raw, "support": base.get("support", {})}
+    return build_target(raw, Path(target.path).name, target.path, target.chain).support
 
 
 def list_targets() -> list[Target]:
