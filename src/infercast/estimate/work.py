@@ -1038,10 +1038,10 @@ def builtin_int8(target: Target, unit: str, graph: Graph, node: Node) -> bool:
     u = target.units.get(unit)
     if u is None or u.int8_kernels != "builtin" or graph.format != "tflite":
         return False
-    dt = compute_dtype(graph, node)
     if node.op in ("quantize", "dequantize"):  # float <-> int8 at the model's edges
         ends = [graph.tensors[t].dtype for t in (*node.inputs[:1], *node.outputs[:1]) if t]
         return any(d in (DType.INT8, DType.UINT8) for d in ends)
+    dt = compute_dtype(graph, node)
     return dt is not None and dtype_key(dt) == "int8"
 
 
