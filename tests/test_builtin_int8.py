@@ -125,3 +125,24 @@ def test_fit_recovers_the_im2col_rate(model: Path) -> None:
     f = fit_values(samples, prior, keys, prior_weight=0.0)
     for k, v in truth_values.items():
         assert f.values[k] == pytest.approx(v, rel=1e-3), k
+
+
+def test_an_in_order_core_adds_memory_to_compute(model: Path) -> None:
+    """``memory_stalls`` (the i.MX CPUs' in-order Cortex-A53 / A55): a kernel takes its
+    arithmetic plus its memory traffic, where the roofline of an out-of-order core takes the
+    longer of the two; the vectorised fit evaluates the same sum."""
+    t = load_target("imx8mp-cpu")
+    assert t.units["cpu"].memory_stalls and load_target("imx93-cpu").units["cpu"].memory_stalls
+    assert not load_target("rpi4-cpu").units["cpu"].memory_stalls
+    fc = estimate(model, t, threads=4)
+    p = fc.params
+    for _, w in fc.works:
+        k = kernel_time(w, p)
+        assert k.stalls
+        rest = k.overhead_s + k.transfer_s + k.rewrite_s + k.spill_s + k.pass_s
+        assert k.latency_s == pytest.approx(k.compute_s + k.memory_s + rest)
+        lapped = dataclasses.replace(k, stalls=False).latency_s
+        assert lapped == pytest.approx(max(k.compute_s, k.memory_s) + rest)
+    s = Sample("m", tuple(w for _, w in fc.works), 1.0, threads=4)
+    total = sum(kernel_time(w, p).latency_s for _, w in fc.works) + p.invoke_s
+    assert predict(s, p) == pytest.approx(total)

@@ -208,6 +208,7 @@ class Batch:
         cols["rw_bw"].append(self._mem(w.fallback_memory) if rw else -1)
         cols["spill"].append(sb)
         cols["sp_bw"].append(self._param(skey) if sb > 0 else -1)
+        cols["stalls"].append(1.0 if u in p.memory_stalls else 0.0)
 
     def _mem(self, m: str | None) -> int:
         return -1 if m is None else self._param(f"memories.{m}.bandwidth_bytes_per_s")
@@ -274,7 +275,8 @@ class Batch:
         overhead = t0[c["ov"]] + t0[c["sync"]]
         spill = c["spill"] * inv_bw[c["sp_bw"]]
         passes = c["pce"] * t0[c["pce_p"]]
-        per_kernel = np.maximum(compute, memory) + overhead + transfer + rewrite + spill + passes
+        both = np.where(c["stalls"] > 0, compute + memory, np.maximum(compute, memory))
+        per_kernel = both + overhead + transfer + rewrite + spill + passes
         out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
         invoke = (
             theta[self._index["calibration.invoke_overhead_s"]]
@@ -287,7 +289,7 @@ class Batch:
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
                   "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p", "i2c_p")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c")  # fmt: skip
+            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c", "stalls")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #

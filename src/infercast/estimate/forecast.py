@@ -47,7 +47,8 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   over the output (Pad / Crop / StridedSlice steps the compiler adds).
 
 ``latency_s = max(compute_s, memory_s) + overhead_s + transfer_s + rewrite_s + pass_s``
-(compute and memory overlap, as in Arm Vela's per-layer max of cycle counts).
+(compute and memory overlap, as in Arm Vela's per-layer max of cycle counts; on a CPU unit
+with ``memory_stalls``, an in-order core, they add: ``compute_s + memory_s``).
 The layer's **bound** is the largest term: ``compute``, ``memory``,
 ``overhead``, ``transfer``; ``fallback`` for a layer on the fallback CPU of
 a target that has an accelerator. Members of a fused group other than its
@@ -156,6 +157,8 @@ class Params:
     """unit -> bytes/s of the traffic beyond its cache (absent or 0: no spill)."""
     gemm_block_rows: Mapping[str, int] = field(default_factory=dict)
     """unit -> GEMM rows per pass over weights beyond its cache (absent or 0: one pass)."""
+    memory_stalls: frozenset[str] = frozenset()
+    """CPU units whose kernels take compute + memory, not the longer (``memory_stalls``)."""
 
     @staticmethod
     def of(target: Target, threads: int = 1, *, prior_for: Sequence[str] = ()) -> Params:
@@ -213,6 +216,7 @@ class Params:
                 u.name: u.spill_bandwidth_bytes_per_s for u in cpus if u.spill_bandwidth_bytes_per_s
             },
             gemm_block_rows={u.name: u.gemm_block_rows for u in cpus if u.gemm_block_rows},
+            memory_stalls=frozenset(u.name for u in cpus if u.memory_stalls),
         )
 
     def eff(self, unit: str, op_class: str) -> float:
@@ -380,16 +384,14 @@ class Times:
     """Stall on the kernel's bytes beyond its unit's cache (:func:`spill_bytes`)."""
     pass_s: float = 0.0
     """The extra pass over a per-channel conv's output (:func:`per_channel_pass_time`)."""
+    stalls: bool = False
+    """The unit waits on the memory traffic: compute and memory add (``memory_stalls``)."""
 
     @property
     def latency_s(self) -> float:
+        both = self.compute_s + self.memory_s if self.stalls else max(self.compute_s, self.memory_s)
         return (
-            max(self.compute_s, self.memory_s)
-            + self.overhead_s
-            + self.transfer_s
-            + self.rewrite_s
-            + self.spill_s
-            + self.pass_s
+            both + self.overhead_s + self.transfer_s + self.rewrite_s + self.spill_s + self.pass_s
         )
 
 
@@ -488,7 +490,14 @@ def kernel_time(w: Work, p: Params) -> Times:
     split = w.parallel and w.ops > 0 and w.dtype is not None
     overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
     return Times(
-        compute_time(w, p), memory, overhead, transfer, rewrite, spill, per_channel_pass_time(w, p)
+        compute_time(w, p),
+        memory,
+        overhead,
+        transfer,
+        rewrite,
+        spill,
+        per_channel_pass_time(w, p),
+        stalls=w.unit in p.memory_stalls,
     )
 
 

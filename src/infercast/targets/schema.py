@@ -189,6 +189,12 @@ class ComputeUnit:
     1x1 / stride-1 one (``optimized_integer_ops/conv.h`` ``ConvPerChannel``: ``Im2col`` /
     ``DilatedIm2col``, then ``cpu_backend_gemm::Gemm`` on the thread pool): output pixels x
     input channels x kernel taps bytes, at one thread whatever the thread count; 0: none."""
+    memory_stalls: bool = False
+    """CPU units: the core waits on a kernel's memory traffic instead of overlapping it with
+    the kernel's arithmetic, so a kernel takes ``compute + memory``, not the longer of the
+    two. An in-order core (Arm Cortex-A53 / A55: in-order pipelines, Arm's technical
+    reference manuals) has no out-of-order window to run arithmetic past a load that
+    missed its caches; False: the roofline's overlap (``max(compute, memory)``)."""
     int8_kernels: Literal["xnnpack", "builtin"] = "xnnpack"
     """CPU units: what runs the int8 operators of a TFLite model. ``xnnpack``: XNNPACK's
     int8 operators, each split across the threads (``work.PARALLEL_CLASSES``). ``builtin``:
