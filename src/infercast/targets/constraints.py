@@ -1022,6 +1022,20 @@ def same_shape_inputs(view: NodeView) -> Outcome:
     return False, "inputs of shapes " + " and ".join(shapes) + " broadcast"
 
 
+@constraint
+def crops_zero(view: NodeView) -> Outcome:
+    """A batch-to-space must crop nothing (its crops input all zero)"""
+    t = view.inputs[2] if len(view.inputs) > 2 else None
+    if t is None:
+        return PASS
+    if t.value is None:
+        return False, "crops not constant"
+    vals = [int(v) for v in t.value.reshape(-1).tolist()]
+    if not any(vals):
+        return PASS
+    return False, f"crops {vals}"
+
+
 # --------------------------------------------------------------------------- #
 # Graph-level rules (applied by placement, documented with the same templates)
 # --------------------------------------------------------------------------- #
