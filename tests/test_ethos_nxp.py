@@ -196,6 +196,8 @@ def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> No
     assert [part[index[t]] for t in ("h", "a", "b", "m")] == [0, 0, 1, 1]
     assert 16 * 16 * 16 in by_op["h"].readbacks
     assert 16 * 16 * 16 in by_op["m"].transfers
+    # the second call ("b" first) opens its own inference (ioctl, RPMsg to the M33)
+    assert by_op["b"].invokes == 1 and by_op["m"].invokes == by_op["h"].invokes == 0
     fc_arm = estimate(model, vela_view(load_target(U65)))
     arm = {g.nodes[k.anchor].outputs[0]: w for k, w in fc_arm.works}
     assert 16 * 16 * 16 not in arm["h"].readbacks

@@ -183,6 +183,10 @@ class Work:
     serial: bool = False
     """One of the unit's ``serial_ops``: a kernel the runtime runs outside its thread pool
     (TFLite's built-in kernels the XNNPACK delegate does not take; :func:`is_serial`)."""
+    invokes: int = 0
+    """Accelerator calls this kernel opens beyond the inference's first, each at the
+    calibrated per-inference cost (``calibration.invoke_overhead_s``): the first kernel of
+    every NPU partition after the first under NXP's Vela schedule (:func:`nxp_partitions`)."""
 
     @property
     def ops_eff(self) -> float:
@@ -1523,5 +1527,14 @@ def build_works(
         for anchor, sizes in copy_out.items():
             ctx.readbacks.setdefault(anchor, []).extend(sizes)
     out = [(k, _work_of(ctx, k)) for k in groups]
+    if ctx.partitions:
+        opened: set[int] = set()
+        for i, (k, w) in enumerate(out):
+            p = next((ctx.partitions[m] for m in k.members if m in ctx.partitions), None)
+            if p is None or p in opened:
+                continue
+            if opened:
+                out[i] = (k, replace(w, invokes=1))
+            opened.add(p)
     notes = [f"no peak stated for the dtype; {m}" for m in sorted(ctx.missing_peak)]
     return out, notes + ctx.caches.notes()
