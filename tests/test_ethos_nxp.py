@@ -201,3 +201,27 @@ def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> No
     fc_arm = estimate(model, vela_view(load_target(U65)))
     arm = {g.nodes[k.anchor].outputs[0]: w for k, w in fc_arm.works}
     assert 16 * 16 * 16 not in arm["h"].readbacks
+
+
+def test_softmax_takes_nxp_vela_passes(tmp_path: Path) -> None:
+    """NXP's Vela 3.7 lowers an int8 SOFTMAX to 31 element-wise passes (softmax.py
+    get_graph_8bit): 25 on the per-row sums (one channel, rounded up to 16) and five on the
+    whole map at 0.625 cycles per element (int32), and the exp-table subtract at 1.0. A
+    1 x 10 x 24 softmax: 25 x 10 x 16 x 0.625 + 10 x 32 x (5 x 0.625 + 1) = 2500 + 1320;
+    Arm's Vela (the U55) keeps its own rate."""
+    from infercast.estimate.work import nxp_softmax_cycles
+
+    c = Craft()
+    x = c.tensor("input", (1, 10, 24))
+    y = c.tensor("y", (1, 10, 24), scale=1.0 / 256, zero_point=-128)
+    c.softmax(x, y)
+    model = tmp_path / "softmax.tflite"
+    model.write_bytes(c.build([x], [y], "softmax"))
+    g = load(model)
+    (node,) = [n for n in g.nodes if n.op == "softmax"]
+    assert nxp_softmax_cycles(g, node, U65) == 2500 + 1320
+    assert nxp_softmax_cycles(g, node, U55) is None
+    fc = estimate(model, U65)
+    (w,) = [w for k, w in fc.works if g.nodes[k.anchor].op == "softmax"]
+    assert w.efficiency_class == "elementwise_cycles"
+    assert round(w.ops_eff) == 3820 * 2 * 256

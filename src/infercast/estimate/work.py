@@ -768,6 +768,43 @@ def nxp_elementwise_cycles(graph: Graph, members: list[Node], accel: str) -> int
     return int(np.ceil(cpe * elements))
 
 
+# nxp-imx/ethos-u-vela 3.7.0 softmax.py get_graph_8bit: of its 31 passes, 25 (PASS 4-28:
+# CLZ, shifts and the Newton-Raphson reciprocal) run on the per-row sums, one channel deep;
+# six (PASS 0-3, 29, 30: max, subtract with the exp table, shift, sum, scale, shift) on
+# the whole map. All but the table lookup are int32 passes at the output stage's 0.625
+# cycles per element of a 32-bit binary op (_generate_output_perf_tables index 0, U65-256);
+# the subtract takes the table activation's 1.0.
+_NXP_SOFTMAX_ROW_PASSES = 25
+_NXP_SOFTMAX_MAP_PASSES = 5
+_NXP_INT32_CYCLES = 0.625
+
+
+def nxp_softmax_cycles(graph: Graph, node: Node, accel: str) -> int | None:
+    """NPU cycles of an int8 SOFTMAX as NXP's Vela 3.7 lowers it (``softmax.py``
+    ``get_graph_8bit``, 31 element-wise passes): rows x 16 elements (one channel, the depth
+    rounded up to 16) for each of the 25 row passes at 0.625 cycles, rows x the depth
+    rounded up to 16 for each of the five map passes at 0.625 and for the exp-table
+    subtract at 1.0. The max and sum passes are pooling and reduce-sum blocks in 3.7, which
+    it charges more for thin maps; they count as element-wise passes here. None for another
+    op, dtype or accelerator."""
+    if accel != "ethos-u65-256" or node.op != "softmax" or not node.inputs:
+        return None
+    x = graph.tensors.get(node.inputs[0]) if node.inputs[0] else None
+    if x is None or x.dtype not in (DType.INT8, DType.UINT8):
+        return None
+    try:
+        shape = static_shape(x)
+    except ShapeUnknownError:
+        return None
+    if not shape:
+        return None
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    depth = _ceil_to(int(shape[-1]), 16)
+    row_cycles = _NXP_SOFTMAX_ROW_PASSES * rows * 16 * _NXP_INT32_CYCLES
+    map_cycles = rows * depth * (_NXP_SOFTMAX_MAP_PASSES * _NXP_INT32_CYCLES + 1.0)
+    return int(np.ceil(row_cycles + map_cycles))
+
+
 def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | None:
     """ops_eff / ops for a convolution or fully-connected kernel on an Ethos-U: Vela's NPU
     cycles for the layer (:func:`infercast.estimate.ethos_blocks.mac_op_cycles`, on the
@@ -1436,6 +1473,10 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         cycles = lowered
         if cycles is None:
             cycles = nxp_elementwise_cycles(dev, members, _vela_accel(target))
+            if cycles is None:
+                cycles = nxp_softmax_cycles(dev, anchor, _vela_accel(target))
+                if cycles is not None:  # a chain of element-wise passes
+                    lowered, lowered_cls = cycles, "elementwise"
             ew = cycles is not None
     unit = target.units[lp.unit]
     if cycles is not None and ops > 0 and unit.macs_per_cycle:
