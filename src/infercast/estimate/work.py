@@ -609,18 +609,14 @@ def vela_view(target: Target) -> Target:
     Vela's estimate (bench/bench_vela.py). Arm's Vela: a ``vela_fork`` (NXP's schedule,
     :func:`nxp_vela_schedule`) is dropped, and with it the operator support the target's own
     file states on top of the files it extends (the fork's rules: NXP's pool strides and
-    rescaled MEANs) and the i.MX 93 delegate's copy out of its uncached arena buffer
-    (``crossing.readback_bytes_per_s``: a runtime cost, not in Vela's estimate)."""
+    rescaled MEANs)."""
     from infercast.targets.loader import base_support
 
     mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
     if "vela_fork" not in target.toolchain:
         return replace(target, memories=mems)
     tc = {k: v for k, v in target.toolchain.items() if k != "vela_fork"}
-    crossing = replace(target.crossing, readback_bytes_per_s=0.0)
-    return replace(
-        target, memories=mems, toolchain=tc, support=base_support(target), crossing=crossing
-    )
+    return replace(target, memories=mems, toolchain=tc, support=base_support(target))
 
 
 def _vela_accel(target: Target) -> str:
