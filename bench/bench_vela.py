@@ -137,11 +137,12 @@ def starts(keys: list[str]) -> list[dict[str, float]]:
 
 
 def vela_base(target: str) -> Params:
-    """The target's stated numbers without the crossings (Vela's figure has none), each
+    """The target's stated numbers without the crossings, the copies back to the CPU too
+    (Vela's figure has none), each
     memory at the system config's bandwidth (the prior of its fitted efficiency)."""
     tgt = load_target(target)
     return replace(Params.stated(tgt), crossing_fixed_s=0.0, crossing_bytes_per_s=1e15,
-                   bandwidth=nominal(target))  # fmt: skip
+                   crossing_readback_bytes_per_s=0.0, bandwidth=nominal(target))  # fmt: skip
 
 
 def nominal(target: str) -> dict[str, float]:
@@ -193,7 +194,12 @@ def main() -> int:
     report: dict[str, Any] = {}
     for target in args.targets:
         tgt = load_target(target)
-        stated = replace(Params.of(tgt), crossing_fixed_s=0.0, crossing_bytes_per_s=1e15)
+        stated = replace(
+            Params.of(tgt),
+            crossing_fixed_s=0.0,
+            crossing_bytes_per_s=1e15,
+            crossing_readback_bytes_per_s=0.0,
+        )
         samples = []
         for name in VELA_SET:
             vela_s, _ = run_vela(paths[(name, "int8")], target)

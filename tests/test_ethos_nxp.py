@@ -90,13 +90,16 @@ def test_partition_maps_go_through_the_arena(tmp_path: Path) -> None:
     fc = estimate(model, U65)
     by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
     assert by_op["p"].unit == "cpu"
-    # the 16 x 16 x 16 map for the CPU pool goes to the DRAM arena (written linear in
-    # bursts of its 16-channel pixel: no extra charge), its input stays in the SRAM cache
+    # the 16 x 16 x 16 map for the CPU pool goes to the DRAM arena, its input stays in the
+    # SRAM cache; 3.7 writes a linear map in 16-byte bursts whatever its depth
+    # (npu_performance.py _estimate_memory_transfer_efficiency tests the element stride,
+    # not the pixel depth), each charged the DRAM's 32-byte burst: twice the map
     a, b = by_op["a"], by_op["b"]
-    assert a.act_memory == "sram" and a.arena_bytes == 16 * 16 * 16
+    assert a.act_memory == "sram" and a.arena_bytes == 2 * 16 * 16 * 16
     assert a.act_bytes == 16 * 16 * 16
-    # the pool's 16-byte output comes back from the arena
-    assert b.act_memory == "sram" and b.arena_bytes == 16
+    # the pool's 16-byte output comes back from the arena, read linear in bursts of one
+    # IFM block depth (16 bytes), each charged the DRAM's 32-byte burst
+    assert b.act_memory == "sram" and b.arena_bytes == 32
     fc55 = estimate(model, U55)
     assert all(w.arena_bytes == 0 for _, w in fc55.works)
 
@@ -154,3 +157,71 @@ def test_vela_view_takes_arms_operator_support() -> None:
     arm = vela_view(u65).support.rules["AVERAGE_POOL_2D"]
     assert nxp != arm and arm == u55.support.rules["AVERAGE_POOL_2D"]
     assert vela_view(u55).support == u55.support
+
+
+def skip_model() -> bytes:
+    """conv "h" -> conv "a" -> a global AVERAGE_POOL_2D (on the A55) -> conv "b" -> MUL(h, b):
+    "h" is written by the first NPU partition and read by the second as well."""
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 8))
+    h = c.tensor("h", (1, 16, 16, 16))
+    c.conv(x, h, 1, 16, 8, 1, "SAME")
+    a = c.tensor("a", (1, 16, 16, 16))
+    c.conv(h, a, 1, 16, 16, 1, "SAME")
+    p = c.tensor("p", (1, 1, 1, 16))
+    c.pool("AVERAGE_POOL_2D", a, p, 16, 16, "VALID")
+    b = c.tensor("b", (1, 1, 1, 16))
+    c.conv(p, b, 1, 16, 16, 1, "SAME")
+    m = c.tensor("m", (1, 16, 16, 16))
+    c.op("MUL", [h, b], [m], S.BuiltinOptions.MulOptions, S.MulOptionsT())
+    return c.build([x], [m], "skip")
+
+
+def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> None:
+    """NXP's Vela 3.7 cuts the NPU graph at the CPU pool into two ``ethos-u`` calls; the
+    i.MX 93 delegate copies each call's outputs out of the driver's arena and its inputs in
+    (ethosu_delegate.cc Eval): the 16 x 16 x 16 map "h" the second call reads is copied out
+    after the first (a readback) and in before the second; Arm's view has no partitions."""
+    from infercast.estimate.work import nxp_partitions
+
+    model = tmp_path / "skip.tflite"
+    model.write_bytes(skip_model())
+    g = load(model)
+    fc = estimate(model, U65)
+    by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
+    assert by_op["p"].unit == "cpu"
+    cpu = frozenset(k.anchor for k, w in fc.works if w.unit == "cpu")
+    part = nxp_partitions(g, cpu)
+    index = {n.outputs[0]: n.index for n in g.nodes}
+    assert [part[index[t]] for t in ("h", "a", "b", "m")] == [0, 0, 1, 1]
+    assert 16 * 16 * 16 in by_op["h"].readbacks
+    assert 16 * 16 * 16 in by_op["m"].transfers
+    # the second call ("b" first) opens its own inference (ioctl, RPMsg to the M33)
+    assert by_op["b"].invokes == 1 and by_op["m"].invokes == by_op["h"].invokes == 0
+    fc_arm = estimate(model, vela_view(load_target(U65)))
+    arm = {g.nodes[k.anchor].outputs[0]: w for k, w in fc_arm.works}
+    assert 16 * 16 * 16 not in arm["h"].readbacks
+
+
+def test_softmax_takes_nxp_vela_passes(tmp_path: Path) -> None:
+    """NXP's Vela 3.7 lowers an int8 SOFTMAX to 31 element-wise passes (softmax.py
+    get_graph_8bit): 25 on the per-row sums (one channel, rounded up to 16) and five on the
+    whole map at 0.625 cycles per element (int32), and the exp-table subtract at 1.0. A
+    1 x 10 x 24 softmax: 25 x 10 x 16 x 0.625 + 10 x 32 x (5 x 0.625 + 1) = 2500 + 1320;
+    Arm's Vela (the U55) keeps its own rate."""
+    from infercast.estimate.work import nxp_softmax_cycles
+
+    c = Craft()
+    x = c.tensor("input", (1, 10, 24))
+    y = c.tensor("y", (1, 10, 24), scale=1.0 / 256, zero_point=-128)
+    c.softmax(x, y)
+    model = tmp_path / "softmax.tflite"
+    model.write_bytes(c.build([x], [y], "softmax"))
+    g = load(model)
+    (node,) = [n for n in g.nodes if n.op == "softmax"]
+    assert nxp_softmax_cycles(g, node, U65) == 2500 + 1320
+    assert nxp_softmax_cycles(g, node, U55) is None
+    fc = estimate(model, U65)
+    (w,) = [w for k, w in fc.works if g.nodes[k.anchor].op == "softmax"]
+    assert w.efficiency_class == "elementwise_cycles"
+    assert round(w.ops_eff) == 3820 * 2 * 256

@@ -206,6 +206,12 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         "300*300 int16",
     ),
     "depth_reduce_needs_unit_dim": ({}, (MIX, "mean_hw"), (MIX, "mean_c"), "1x8x8x8 over C"),
+    "rescaled_mean_hw_max": (
+        {"size": 4096},
+        (MIX, "mean_c"),
+        (MIX, "mean_hw"),
+        "144 x 144 pixels with keep_dims",
+    ),
     "softmax_hw_max": ({"size": 65536}, (LIM, "softmax_10"), (LIM, "softmax_90000"), "300*300"),
     "single_axis_max": (
         {"elements": 16000},

@@ -341,7 +341,13 @@ def elementwise_block(accel: str, ofm: tuple[int, int, int], binary: bool = True
 
 
 def memory_transfer_factor(
-    is_read: bool, linear: bool, depth_bytes: int, width: int, block: Block, max_burst: int
+    is_read: bool,
+    linear: bool,
+    depth_bytes: int,
+    width: int,
+    block: Block,
+    max_burst: int,
+    nxp: bool = False,
 ) -> float:
     """Bytes Vela charges per byte of a feature-map transfer (ethos-u-vela 5.2.0
     ``ethos_u55_performance.cpp`` ``EstimateMemoryTransfer``, int8, one core): the transfer
@@ -350,10 +356,18 @@ def memory_transfer_factor(
     (then whole block rows), and written in bursts of min(64, 16, OFM block depth) bytes
     unless the block is at most 16 deep and a pixel exactly that deep; a brick (NHCWB16)
     map is read in bursts of 16 x block width bytes and written likewise (unless a brick
-    column is exactly one block deep). ``width`` is the map's width in pixels."""
+    column is exactly one block deep). ``width`` is the map's width in pixels.
+
+    ``nxp``: NXP's Vela 3.7 (nxp-imx/ethos-u-vela lf-6.1.22_2.0.0 ``npu_performance.py``
+    ``_estimate_memory_transfer_efficiency``) tests a linear map's *element* stride (one
+    byte for int8), not its pixel depth, against the block depth, so it never takes the
+    whole-row burst: a linear read goes in bursts of one block depth and a linear write in
+    16-byte bursts whatever the map's depth."""
     if max_burst <= 0:
         return 1.0
     _, bw, bd = block.ifm if is_read else block.ofm
+    if linear and nxp:
+        depth_bytes = 1
     if linear:
         if is_read:
             burst = bd * bw if depth_bytes == bd else bd

@@ -482,6 +482,7 @@ def kernel_time(w: Work, p: Params) -> Times:
     memory += w.streamed_bytes / p.stream_rate
     transfer = sum(p.crossing_fixed_s + b / p.crossing_bytes_per_s for b in w.transfers)
     transfer += sum(p.crossing_fixed_s + b / p.readback_rate for b in w.readbacks)
+    transfer += w.invokes * p.invoke_s
     rewrite = 0.0
     if w.rewrite_bytes is not None:
         rewrite = p.overhead_s.get(w.fallback_unit, 0.0)

@@ -183,6 +183,10 @@ class Work:
     serial: bool = False
     """One of the unit's ``serial_ops``: a kernel the runtime runs outside its thread pool
     (TFLite's built-in kernels the XNNPACK delegate does not take; :func:`is_serial`)."""
+    invokes: int = 0
+    """Accelerator calls this kernel opens beyond the inference's first, each at the
+    calibrated per-inference cost (``calibration.invoke_overhead_s``): the first kernel of
+    every NPU partition after the first under NXP's Vela schedule (:func:`nxp_partitions`)."""
 
     @property
     def ops_eff(self) -> float:
@@ -604,7 +608,8 @@ def vela_view(target: Target) -> Target:
     (``burst_bytes``), not the device's own (``device_burst_bytes``); for comparisons with
     Vela's estimate (bench/bench_vela.py). Arm's Vela: a ``vela_fork`` (NXP's schedule,
     :func:`nxp_vela_schedule`) is dropped, and with it the operator support the target's own
-    file states on top of the files it extends (the fork's rules: NXP's pool strides)."""
+    file states on top of the files it extends (the fork's rules: NXP's pool strides and
+    rescaled MEANs)."""
     from infercast.targets.loader import base_support
 
     mems = {k: replace(m, device_burst_bytes=0) for k, m in target.memories.items()}
@@ -665,6 +670,53 @@ def nxp_resize_cycles(graph: Graph, node: Node, accel: str) -> int | None:
     return cycles + 4 * mac_op_cycles(accel, "depthwise", dw, ifm, ifm, (2, 2))
 
 
+def nxp_mean_cycles(graph: Graph, node: Node, accel: str) -> tuple[int, str] | None:
+    """(NPU cycles, op class) of a spatial MEAN as NXP's Vela 3.7 runs it (nxp-imx/ethos-u-vela
+    lf-6.1.22_2.0.0 ``tflite_graph_optimiser.py`` ``convert_mean_to_depthwise_conv_or_avgpool``):
+    one average pool with an H x W kernel when the input and output are quantised alike,
+    else one depthwise convolution with an H x W kernel of ones (an IFM taller than 64 read
+    as one row of H x W pixels), each costed as :func:`mac_op_cycles` on the block
+    :func:`find_block` picks (Arm's 5.2 lowers a MEAN to a chain of smaller depthwise ops,
+    which ``efficiency.normalization`` prices). None for another reduction, an unknown shape
+    or an accelerator this module does not know."""
+    if accel not in ACCEL_CONFIGS or node.op != "reduce_mean" or graph.layout != "NHWC":
+        return None
+    acts = [t for t in graph.input_tensors(node) if t is not None and not t.is_constant]
+    outs = graph.output_tensors(node)
+    axes_t = graph.tensors.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    values = graph.constant_value(axes_t.name) if axes_t is not None else None
+    if not acts or not outs or values is None:
+        return None
+    try:
+        x = static_shape(acts[0])
+    except ShapeUnknownError:
+        return None
+    if len(x) != 4 or min(x) <= 0:
+        return None
+    axes = sorted({int(a) % 4 for a in values.reshape(-1).tolist()})
+    if axes == [1, 2]:
+        h, w = x[1], x[2]
+    elif axes in ([1], [2]):
+        h, w = (x[1], 1) if axes == [1] else (1, x[2])
+    else:
+        return None
+    xq, yq = acts[0].quant, outs[0].quant
+    pool = xq is not None and xq == yq
+    kind = "pool" if pool else "depthwise"
+    ifm = (h, w, x[3])
+    if (h > 64 and not pool) or h > 256:
+        ifm, kernel = (1, h * w, x[3]), (1, h * w)
+    else:
+        kernel = (h, w)
+    ofm = (1, 1, x[3])
+    block = find_block(accel, kind, ifm, ofm, kernel)
+    if block is None:
+        return None
+    return mac_op_cycles(accel, kind, block, ifm, ofm, kernel), (
+        "pool" if pool else "depthwise_conv"
+    )
+
+
 _LUT_ACTIVATIONS = {"sigmoid", "tanh", "hard_swish", "hard_sigmoid", "swish", "gelu", "elu"}
 _RELU_ACTIVATIONS = {"relu", "relu6", "clip", "leaky_relu"}
 
@@ -710,6 +762,43 @@ def nxp_elementwise_cycles(graph: Graph, members: list[Node], accel: str) -> int
     act = "lut" if node.op in _LUT_ACTIVATIONS else _activation_kind(members)
     cpe = max(_NXP_EW_OUTPUT_CYCLES.get(node.op, _NXP_EW_OTHER_CYCLES), _NXP_ACTIVATION_CYCLES[act])
     return int(np.ceil(cpe * elements))
+
+
+# nxp-imx/ethos-u-vela 3.7.0 softmax.py get_graph_8bit: of its 31 passes, 25 (PASS 4-28:
+# CLZ, shifts and the Newton-Raphson reciprocal) run on the per-row sums, one channel deep;
+# six (PASS 0-3, 29, 30: max, subtract with the exp table, shift, sum, scale, shift) on
+# the whole map. All but the table lookup are int32 passes at the output stage's 0.625
+# cycles per element of a 32-bit binary op (_generate_output_perf_tables index 0, U65-256);
+# the subtract takes the table activation's 1.0.
+_NXP_SOFTMAX_ROW_PASSES = 25
+_NXP_SOFTMAX_MAP_PASSES = 5
+_NXP_INT32_CYCLES = 0.625
+
+
+def nxp_softmax_cycles(graph: Graph, node: Node, accel: str) -> int | None:
+    """NPU cycles of an int8 SOFTMAX as NXP's Vela 3.7 lowers it (``softmax.py``
+    ``get_graph_8bit``, 31 element-wise passes): rows x 16 elements (one channel, the depth
+    rounded up to 16) for each of the 25 row passes at 0.625 cycles, rows x the depth
+    rounded up to 16 for each of the five map passes at 0.625 and for the exp-table
+    subtract at 1.0. The max and sum passes are pooling and reduce-sum blocks in 3.7, which
+    it charges more for thin maps; they count as element-wise passes here. None for another
+    op, dtype or accelerator."""
+    if accel != "ethos-u65-256" or node.op != "softmax" or not node.inputs:
+        return None
+    x = graph.tensors.get(node.inputs[0]) if node.inputs[0] else None
+    if x is None or x.dtype not in (DType.INT8, DType.UINT8):
+        return None
+    try:
+        shape = static_shape(x)
+    except ShapeUnknownError:
+        return None
+    if not shape:
+        return None
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    depth = _ceil_to(int(shape[-1]), 16)
+    row_cycles = _NXP_SOFTMAX_ROW_PASSES * rows * 16 * _NXP_INT32_CYCLES
+    map_cycles = rows * depth * (_NXP_SOFTMAX_MAP_PASSES * _NXP_INT32_CYCLES + 1.0)
+    return int(np.ceil(row_cycles + map_cycles))
 
 
 def vela_cycle_factor(graph: Graph, members: list[Node], accel: str) -> float | None:
@@ -804,25 +893,28 @@ def vela_linear_maps(
 
     With ``cpu_nodes`` (the nodes placed on the CPU, given for NXP's Vela 3.7 schedule,
     :func:`nxp_vela_schedule`) a map an NPU op exchanges with a CPU op is linear as well, and
-    so is a model output the NPU writes: 3.7's
+    so is one it exchanges with another NPU partition (:func:`nxp_partitions`: one
+    ``ethos-u`` call's output and another's input) and a model output the NPU writes: 3.7's
     ``graph_optimiser_util.check_format_restrictions`` keeps NHCWB16 only for a map whose
     producers and consumers all run on the NPU; it also keeps the OFM of a half-pixel
     RESIZE_BILINEAR linear (its four depthwise convolutions write it with doubled strides)."""
     out: set[str] = set()
     if cpu_nodes is not None:
+        part = nxp_partitions(dev, cpu_nodes)
         for n in dev.nodes:
             if n.folded or n.index in cpu_nodes:
                 continue
             for o in n.outputs:
                 if not o:
                     continue
-                to_cpu = any(c in cpu_nodes for c in dev.consumers.get(o, ()))
+                away = any(_crosses(part, cpu_nodes, n.index, c) for c in dev.consumers.get(o, ()))
                 strided = n.op == "resize" and bool(n.attrs.get("half_pixel_centers"))
-                if o in dev.outputs or to_cpu or strided:
+                if o in dev.outputs or away or strided:
                     out.add(o)
             for i in n.inputs:
                 p = dev.producers.get(i) if i else None
-                if p is not None and p in cpu_nodes and not dev.tensors[i].is_constant:
+                crossed = p is not None and _crosses(part, cpu_nodes, n.index, p)
+                if crossed and not dev.tensors[i].is_constant:
                     out.add(i)
     for k in groups:
         nodes = [dev.nodes[i] for i in k.members]
@@ -851,7 +943,12 @@ def vela_linear_maps(
 
 
 def linear_transfer_bytes(
-    dev: Graph, members: list[Node], linear: frozenset[str], burst_bytes: int, accel: str
+    dev: Graph,
+    members: list[Node],
+    linear: frozenset[str],
+    burst_bytes: int,
+    accel: str,
+    nxp: bool = False,
 ) -> int:
     """Feature-map bytes Vela charges beyond the bytes moved when a kernel reads or writes a
     linear (NHWC) map (:func:`vela_linear_maps`): ``EstimateMemoryTransfer`` issues such a
@@ -890,27 +987,111 @@ def linear_transfer_bytes(
         except ShapeUnknownError:
             continue
         f = memory_transfer_factor(
-            is_read, True, t.dtype.nbytes(shape[3]), shape[2], block, burst_bytes
+            is_read, True, t.dtype.nbytes(shape[3]), shape[2], block, burst_bytes, nxp
         )
         extra += t.nbytes * (f - 1.0)
     return int(extra)
 
 
-def cpu_exchanged_maps(dev: Graph, members: list[Node], cpu_nodes: frozenset[int]) -> set[str]:
+def cpu_exchanged_maps(
+    dev: Graph,
+    members: list[Node],
+    cpu_nodes: frozenset[int],
+    part: dict[int, int] | None = None,
+) -> set[str]:
     """The feature maps kernel ``members`` reads from, or writes for, an op on the CPU: its
     NPU partition's inputs and outputs. NXP's Vela 3.7 leaves them in the arena (DRAM in
     Dedicated_Sram mode): ``scheduler.py`` ``Scheduler.use_fast_storage_for_feature_maps``
     moves to the SRAM only OFMs the partition itself consumes, and the partition's inputs
-    are the runtime's arena tensors."""
+    are the runtime's arena tensors. A map exchanged with another NPU partition
+    (:func:`nxp_partitions`, ``part`` when computed already) is such an input or output
+    too."""
+    if part is None:
+        part = nxp_partitions(dev, cpu_nodes)
+    first, last = members[0].index, members[-1].index
     out: set[str] = set()
     for name in members[0].inputs:
         p = dev.producers.get(name) if name else None
-        if p is not None and p in cpu_nodes and not dev.tensors[name].is_constant:
+        crossed = p is not None and _crosses(part, cpu_nodes, first, p)
+        if crossed and not dev.tensors[name].is_constant:
             out.add(name)
     for o in members[-1].outputs:
-        if o and any(c in cpu_nodes for c in dev.consumers.get(o, ())):
+        if o and any(_crosses(part, cpu_nodes, last, c) for c in dev.consumers.get(o, ())):
             out.add(o)
     return out
+
+
+def nxp_partitions(dev: Graph, cpu_nodes: frozenset[int]) -> dict[int, int]:
+    """The NPU partition (one ``ethos-u`` operation) of every node not on the CPU, by node
+    index. NXP's Vela 3.7 makes each run of NPU operators between CPU operators one NPU
+    subgraph (``extract_npu_subgraphs``): an NPU node joins the partition after the last
+    CPU operator it depends on, so the partition is the number of CPU operators on the
+    longest chain of CPU operators that feeds it (the selfie segmenter's ten CPU pools in a
+    chain give eleven ``ethos-u`` calls in 3.7's output file; CenterNet's CPU dequantizes
+    at its outputs, none feeding an NPU op, one). A map one partition writes and another
+    reads is an output of the one and an input of the other: it goes through the arena
+    (DRAM), linear. CPU nodes are left out."""
+    level: dict[int, int] = {}
+    out: dict[int, int] = {}
+    for n in dev.nodes:
+        if n.folded:
+            continue
+        on_cpu = n.index in cpu_nodes
+        lv = 0
+        for i in n.inputs:
+            p = dev.producers.get(i) if i else None
+            if p is None or p not in level:
+                continue
+            lv = max(lv, level[p] + (1 if p in cpu_nodes and not on_cpu else 0))
+        level[n.index] = lv
+        if not on_cpu:
+            out[n.index] = lv
+    return out
+
+
+def nxp_partition_copies(
+    dev: Graph, groups: list[Kernel], cpu_nodes: frozenset[int]
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(copies in, copies out): bytes per kernel anchor of the maps one NPU partition
+    (:func:`nxp_partitions`) writes and another reads, which the placement's crossings (NPU
+    <-> CPU) leave out. On the i.MX 93 each ``ethos-u`` call is its own delegate kernel, and
+    its Eval (nxp-imx/tflite-ethosu-delegate-imx ``ethosu_delegate.cc``, likewise
+    tensorflow-imx ``kernels/ethos_u/ethosu.cc``) memcpy's every input tensor into the
+    driver's arena buffer before the call and every output tensor out of it after: such a
+    map is copied out once after the partition that writes it (charged to the kernel that
+    writes it; not again where a CPU op or the model's output also takes it, a crossing the
+    placement states) and in again before each partition that reads it (charged to the
+    first kernel there that reads it)."""
+    part = nxp_partitions(dev, cpu_nodes)
+    member_of = {i: k.anchor for k in groups for i in k.members}
+    copy_in: dict[int, list[int]] = {}
+    copy_out: dict[int, list[int]] = {}
+    for n in dev.nodes:
+        if n.index not in part:
+            continue
+        for o in n.outputs:
+            t = dev.tensors.get(o) if o else None
+            if t is None or t.is_constant or not t.nbytes:
+                continue
+            readers: dict[int, int] = {}
+            for c in sorted(dev.consumers.get(o, ())):
+                q = part.get(c)
+                if q is not None and q != part[n.index] and c in member_of:
+                    readers.setdefault(q, member_of[c])
+            if not readers:
+                continue
+            to_cpu = any(c in cpu_nodes for c in dev.consumers.get(o, ()))
+            if n.index in member_of and not to_cpu and o not in dev.outputs:
+                copy_out.setdefault(member_of[n.index], []).append(t.nbytes)
+            for anchor in readers.values():
+                copy_in.setdefault(anchor, []).append(t.nbytes)
+    return copy_in, copy_out
+
+
+def _crosses(part: dict[int, int], cpu_nodes: frozenset[int], a: int, b: int) -> bool:
+    """Nodes ``a`` (on the NPU) and ``b`` run in different calls: ``b`` on the CPU, or in
+    another NPU partition (:func:`nxp_partitions`)."""
+    return b in cpu_nodes or (b in part and part[b] != part.get(a, -1))
 
 
 def _cached_act_memory(
@@ -1220,6 +1401,8 @@ class _Context:
     (:func:`vela_linear_maps`); empty for a target that does not model Vela."""
     cpu_nodes: frozenset[int] | None = None
     """The nodes on the CPU, for a target with NXP's Vela schedule (:func:`_cpu_nodes`)."""
+    partitions: dict[int, int] | None = None
+    """The NPU partition of each NPU node under NXP's Vela schedule (:func:`nxp_partitions`)."""
 
 
 def _peak_dtype(ctx: _Context, anchor: Node, unit: str, ops: float) -> str | None:
@@ -1249,8 +1432,13 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     refetch = arena = 0
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
+        nxp = nxp_vela_schedule(target)
         cached = _cached_act_memory(target, dev, members, act_bytes)
-        arena_maps = cpu_exchanged_maps(dev, members, ctx.cpu_nodes) if ctx.cpu_nodes else set()
+        arena_maps = (
+            cpu_exchanged_maps(dev, members, ctx.cpu_nodes, ctx.partitions)
+            if ctx.cpu_nodes
+            else set()
+        )
         a_mem = cached or a_mem
         burst = _burst_bytes(target.memories[a_mem]) if a_mem else 0
         refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
@@ -1261,29 +1449,37 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
             linear = ctx.linear - arena_maps
             arena_burst = _burst_bytes(target.memories[w_mem])
             arena += linear_transfer_bytes(
-                dev, members, ctx.linear & arena_maps, arena_burst, _vela_accel(target)
+                dev, members, ctx.linear & arena_maps, arena_burst, _vela_accel(target), nxp
             )
         else:
             linear = ctx.linear
-        refetch += linear_transfer_bytes(dev, members, linear, burst, _vela_accel(target))
+        refetch += linear_transfer_bytes(dev, members, linear, burst, _vela_accel(target), nxp)
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
     factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
     cycles = vela_npu_cycles(dev, members, _vela_accel(target)) if on_acc else None
     lowered = None
+    lowered_cls = "depthwise_conv"
     ew = False
     if on_acc and cycles is None and nxp_vela_schedule(target):
         lowered = nxp_resize_cycles(dev, anchor, _vela_accel(target))
+        mean = nxp_mean_cycles(dev, anchor, _vela_accel(target)) if lowered is None else None
+        if mean is not None:
+            lowered, lowered_cls = mean
         cycles = lowered
         if cycles is None:
             cycles = nxp_elementwise_cycles(dev, members, _vela_accel(target))
+            if cycles is None:
+                cycles = nxp_softmax_cycles(dev, anchor, _vela_accel(target))
+                if cycles is not None:  # a chain of element-wise passes
+                    lowered, lowered_cls = cycles, "elementwise"
             ew = cycles is not None
     unit = target.units[lp.unit]
     if cycles is not None and ops > 0 and unit.macs_per_cycle:
         factor = cycles * 2.0 * unit.macs_per_cycle / ops
     known = known and sizes_known
-    # NXP's Vela runs a half-pixel bilinear resize as depthwise convolutions
-    cls = "depthwise_conv" if lowered is not None else op_class(anchor, dev)
+    # NXP's Vela runs a half-pixel bilinear resize as depthwise convolutions, a MEAN as one
+    cls = lowered_cls if lowered is not None else op_class(anchor, dev)
     has_acc = target.placement.accelerator is not None
     serial = is_serial(target, lp.unit, dev, anchor)
     builtin = builtin_int8(target, lp.unit, dev, anchor)
@@ -1360,6 +1556,22 @@ def build_works(
         else frozenset(),
         cpu_nodes=_cpu_nodes(report, target),
     )
+    if ctx.cpu_nodes is not None:
+        ctx.partitions = nxp_partitions(dev, ctx.cpu_nodes)
+        copy_in, copy_out = nxp_partition_copies(dev, groups, ctx.cpu_nodes)
+        for anchor, sizes in copy_in.items():
+            ctx.transfers.setdefault(anchor, []).extend(sizes)
+        for anchor, sizes in copy_out.items():
+            ctx.readbacks.setdefault(anchor, []).extend(sizes)
     out = [(k, _work_of(ctx, k)) for k in groups]
+    if ctx.partitions:
+        opened: set[int] = set()
+        for i, (k, w) in enumerate(out):
+            p = next((ctx.partitions[m] for m in k.members if m in ctx.partitions), None)
+            if p is None or p in opened:
+                continue
+            if opened:
+                out[i] = (k, replace(w, invokes=1))
+            opened.add(p)
     notes = [f"no peak stated for the dtype; {m}" for m in sorted(ctx.missing_peak)]
     return out, notes + ctx.caches.notes()

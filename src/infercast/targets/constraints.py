@@ -865,6 +865,22 @@ def reduced_axis_max(view: NodeView, *, size: int) -> Outcome:
 
 
 @constraint
+def rescaled_mean_hw_max(view: NodeView, *, size: int) -> Outcome:
+    """A MEAN that keeps its reduced dimensions or rescales (input and output quantised
+    differently) may average at most {size} pixels (height x width)"""
+    x, y = view.data, view.output
+    if x is None or y is None or x.rank != 4 or not x.is_static:
+        return PASS
+    same = x.quant is not None and x.quant == y.quant
+    if same and not view.attr("keep_dims", False):
+        return PASS
+    hw = view.hw(x)
+    if hw is None or hw[0] * hw[1] <= size:
+        return PASS
+    return False, f"{hw[0]}x{hw[1]} pixels, rescaled or keep_dims"
+
+
+@constraint
 def reduced_elements_max(view: NodeView, *, int8: int, uint8: int, int16: int) -> Outcome:
     """The number of reduced elements must not exceed {int8} (int8), {uint8} (uint8) or
     {int16} (int16)"""
