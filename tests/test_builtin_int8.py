@@ -146,3 +146,43 @@ def test_an_in_order_core_adds_memory_to_compute(model: Path) -> None:
     s = Sample("m", tuple(w for _, w in fc.works), 1.0, threads=4)
     total = sum(kernel_time(w, p).latency_s for _, w in fc.works) + p.invoke_s
     assert predict(s, p) == pytest.approx(total)
+
+
+GEMV = """
+import sys
+import keras
+from keras import layers as L
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((16, 16, 64), batch_size=1)
+d = L.DepthwiseConv2D(3, padding="same")(inp)
+f = L.Dense(128)(L.Flatten()(L.DepthwiseConv2D(3, strides=4, padding="same")(d)))
+out = L.Dense(640)(f)
+open(sys.argv[1], "wb").write(convert(keras.Model(inp, out), "int8"))
+"""
+
+
+def test_builtin_kernels_size_their_thread_count_to_the_work(model: Path, tmp_path: Path) -> None:
+    """TFLite's built-in int8 kernels pick their own thread count from the work, below the
+    interpreter's: ruy's GetTentativeThreadCount for a GEMM (2 ** (ceil_log2 of channels,
+    pixels and depth) - 15), the custom GEMV's LegacyHowManyThreads<4> for a batch-1 FC (one
+    thread per 64 Ki multiply-adds), HowManyConvThreads for a depthwise conv (one per 8 Ki
+    multiplies). XNNPACK targets have no such limit."""
+    # ruy: 16 x 256 x 72 -> 2**4; 16 x 256 x 16 -> 2**1; 8 x 64 x 16 -> 2**-2, one thread
+    convs = [w for _, w in estimate(model, "imx8mp-cpu", threads=4).works if w.op_class == "conv"]
+    assert [w.max_threads for w in convs] == [16, 2, 1]
+    p = Params.of(load_target("imx8mp-cpu"), 4)
+    assert [p.kernel_threads("cpu", w.max_threads) for w in convs] == [4, 2, 1]
+    assert all(w.max_threads == 0 for _, w in estimate(model, "rpi4-cpu").works)
+
+    path = tmp_path / "gemv.tflite"
+    run_keras_script(GEMV, str(path))
+    works = [w for _, w in estimate(path, "imx8mp-cpu", threads=4).works]
+    dw = [w.max_threads for w in works if w.op_class == "depthwise_conv"]
+    fc = [w.max_threads for w in works if w.op_class == "linalg"]
+    # 16x16x64 x 9 taps / 8192 = 18 (16 output rows: 16); 4x4x64 x 9 / 8192 = 1
+    assert dw == [16, 1]
+    # 1024 -> 128: min(128 / 4, 128 x 1024 / 65536) = 2; 128 -> 640: 640 x 128 / 65536 = 1
+    assert fc == [2, 1]
+    one = [w for w in works if w.max_threads == 1 and w.parallel]
+    assert one and all(kernel_time(w, p).overhead_s == p.overhead_s["cpu"] for w in one)

@@ -155,7 +155,7 @@ class Batch:
         u = w.unit
         computes = w.ops > 0 and w.dtype is not None
         cpu = u in p.cores
-        n = min(p.threads, p.cores.get(u, 1))
+        n = p.kernel_threads(u, w.max_threads)
         scale = p.peak_scale.get(u, 1.0) / (p.cores[u] if cpu else 1)
         half = p.reduction_half.get(u, 0.0)
         cols["sample"].append(si)

@@ -226,20 +226,26 @@ class Params:
                 return self.efficiency[(unit, cls)]
         return 1.0
 
-    def speedup(self, unit: str) -> float:
+    def kernel_threads(self, unit: str, max_threads: int = 0) -> int:
+        """Threads a parallel kernel on CPU ``unit`` runs on: the runtime's count, at most the
+        unit's cores and the kernel's own limit (``max_threads``, 0: none)."""
+        n = min(self.threads, self.cores.get(unit, 1))
+        return min(n, max_threads) if max_threads > 0 else n
+
+    def speedup(self, unit: str, max_threads: int = 0) -> float:
         """How much faster than one thread a parallel kernel runs on ``unit``."""
         if unit not in self.cores:
             return 1.0
-        n = min(self.threads, self.cores[unit])
+        n = self.kernel_threads(unit, max_threads)
         return 1.0 + (n - 1) * self.thread_efficiency.get(unit, DEFAULT_THREAD_EFFICIENCY)
 
-    def sync_s(self, unit: str, parallel: bool) -> float:
+    def sync_s(self, unit: str, parallel: bool, max_threads: int = 0) -> float:
         """Thread hand-off seconds of one kernel on ``unit`` (0 on one thread)."""
-        if not parallel or unit not in self.cores or min(self.threads, self.cores[unit]) < 2:
+        if not parallel or unit not in self.cores or self.kernel_threads(unit, max_threads) < 2:
             return 0.0
         return self.thread_sync_s.get(unit, 0.0)
 
-    def rate(self, unit: str, dtype: str, parallel: bool) -> float:
+    def rate(self, unit: str, dtype: str, parallel: bool, max_threads: int = 0) -> float:
         """Ops/s of ``unit`` at efficiency 1 for a kernel computing in ``dtype``."""
         peak = self.peak.get((unit, dtype))
         if peak is None:
@@ -248,7 +254,7 @@ class Params:
         if unit in self.cores:
             peak /= self.cores[unit]
             if parallel:
-                peak *= self.speedup(unit)
+                peak *= self.speedup(unit, max_threads)
         return peak
 
     @property
@@ -451,7 +457,8 @@ def compute_time(w: Work, p: Params) -> float:
     """Seconds of arithmetic of kernel ``w`` (the module docstring's ``compute_s``)."""
     if w.ops <= 0 or w.dtype is None:
         return 0.0
-    t = w.ops_eff / (p.rate(w.unit, w.dtype, w.parallel) * p.eff(w.unit, w.efficiency_class))
+    rate = p.rate(w.unit, w.dtype, w.parallel, w.max_threads)
+    t = w.ops_eff / (rate * p.eff(w.unit, w.efficiency_class))
     half = p.reduction_half.get(w.unit, 0.0)
     if half > 0 and w.reduction_depth > 0:
         t *= (w.reduction_depth + half) / w.reduction_depth
@@ -489,7 +496,7 @@ def kernel_time(w: Work, p: Params) -> Times:
         if w.fallback_memory is not None:
             rewrite += w.rewrite_bytes / p.bandwidth[w.fallback_memory]
     split = w.parallel and w.ops > 0 and w.dtype is not None
-    overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split)
+    overhead = p.overhead_s.get(w.unit, 0.0) + p.sync_s(w.unit, split, w.max_threads)
     return Times(
         compute_time(w, p),
         memory,

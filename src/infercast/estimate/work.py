@@ -183,6 +183,10 @@ class Work:
     serial: bool = False
     """One of the unit's ``serial_ops``: a kernel the runtime runs outside its thread pool
     (TFLite's built-in kernels the XNNPACK delegate does not take; :func:`is_serial`)."""
+    max_threads: int = 0
+    """The most threads the runtime splits this kernel over, whatever the count asked for
+    (0: no limit): TFLite's built-in int8 GEMMs and depthwise convs size their thread count
+    to the work (:func:`builtin_int8_threads`)."""
     invokes: int = 0
     """Accelerator calls this kernel opens beyond the inference's first, each at the
     calibrated per-inference cost (``calibration.invoke_overhead_s``): the first kernel of
@@ -1235,6 +1239,51 @@ def _builtin_int8_cost(graph: Graph, node: Node) -> float:
     return BUILTIN_INT8_ELEMENT_COST.get(node.op, 1.0)
 
 
+def _ceil_log2(n: int) -> int:
+    return max(0, int(n - 1).bit_length())
+
+
+def builtin_int8_threads(graph: Graph, node: Node, rows: int, depth: int) -> int:
+    """The most threads TFLite's built-in int8 kernel for ``node`` runs on (0: no limit
+    known), from the size of its work; ``rows`` / ``depth`` are :func:`gemm_rows` /
+    :func:`reduction_depth` (the GEMM's output pixels or batch rows, its dot-product length).
+
+    * CONV_2D / FULLY_CONNECTED multiply through ``cpu_backend_gemm`` (NXP's BSPs build
+      TFLite with ``TFLITE_ENABLE_RUY=on``, nxp-imx/meta-imx ``tensorflow-lite_2.15.0.bb``).
+      A matrix x vector product (one output pixel or batch row, a dot product of 8 or more)
+      takes TFLite's custom GEMV (``cpu_backend_gemm_custom_gemv.h``), whose
+      ``LegacyHowManyThreads<4>`` gives at most one thread per 4 output channels and per
+      64 Ki multiply-adds; any other product goes to ruy, whose ``GetTentativeThreadCount``
+      (ruy ``trmul.cc``) gives ``2 ** (ceil_log2(channels) + ceil_log2(pixels) +
+      ceil_log2(depth) - 15)`` threads.
+    * DEPTHWISE_CONV_2D (``depthwiseconv_multithread.h``): one thread per 8 Ki multiplies
+      (``HowManyConvThreads``: output elements x kernel taps / 8192), split over the output
+      rows, so at most one thread per output row.
+    """
+    if node.op not in ("conv", "fully_connected", "depthwise_conv"):
+        return 0
+    try:
+        out = static_shape(graph.output_tensors(node)[0])
+    except (ShapeUnknownError, IndexError):
+        return 0
+    if not out or min(out) <= 0:
+        return 0
+    elements = int(np.prod(out, dtype=np.int64))
+    if node.op == "depthwise_conv":
+        try:
+            taps = kernel_dims(_conv_weight(graph, node), _weight_layout(node)).spatial_size
+        except (ShapeUnknownError, ValueError, IndexError, KeyError):
+            return 0
+        n = max(1, elements * taps // 8192)
+        return min(n, out[1]) if len(out) == 4 and out[0] == 1 else n
+    if rows <= 0 or depth <= 0:
+        return 0
+    channels = elements // rows
+    if rows == 1 and depth >= 8 and channels >= 4:
+        return max(1, min(channels // 4, channels * depth // 65536))
+    return 1 << max(0, _ceil_log2(channels) + _ceil_log2(rows) + _ceil_log2(depth) - 15)
+
+
 def is_serial(target: Target, unit: str, graph: Graph, node: Node) -> bool:
     """``node`` is one of ``unit``'s ``serial_ops`` (by op name, or ``op:dtype``)."""
     u = target.units.get(unit)
@@ -1523,6 +1572,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         pointwise=pointwise,
         gemm_rows=rows,
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
+        max_threads=builtin_int8_threads(dev, anchor, rows, depth) if builtin else 0,
         npu_cycles=ew,
     )
 
