@@ -65,10 +65,9 @@ def test_half_pixel_resize_is_a_pool_and_four_depthwise_convs(tmp_path: Path) ->
         assert w_arm.op_class == "resample"
 
 
-def cpu_split_model() -> bytes:
-    """conv -> conv "a" -> a global AVERAGE_POOL_2D (stride 16: on the A55 under NXP's
-    stride rule) -> conv "b" -> conv: "a" writes a map for the CPU, "b" reads one."""
-    c = Craft()
+def _pooled_head(c: Craft) -> tuple[int, int, int]:
+    """(input, "h", "p"): conv "h" -> conv "a" -> a global AVERAGE_POOL_2D "p" (stride 16:
+    on the A55 under NXP's stride rule)."""
     x = c.tensor("input", (1, 16, 16, 8))
     h = c.tensor("h", (1, 16, 16, 16))
     c.conv(x, h, 1, 16, 8, 1, "SAME")
@@ -76,6 +75,14 @@ def cpu_split_model() -> bytes:
     c.conv(h, a, 1, 16, 16, 1, "SAME")
     p = c.tensor("p", (1, 1, 1, 16))
     c.pool("AVERAGE_POOL_2D", a, p, 16, 16, "VALID")
+    return x, h, p
+
+
+def cpu_split_model() -> bytes:
+    """conv -> conv "a" -> a global AVERAGE_POOL_2D (on the A55) -> conv "b" -> conv: "a"
+    writes a map for the CPU, "b" reads one."""
+    c = Craft()
+    x, _, p = _pooled_head(c)
     b = c.tensor("b", (1, 1, 1, 32))
     c.conv(p, b, 1, 32, 16, 1, "SAME")
     z = c.tensor("z", (1, 1, 1, 32))
@@ -163,13 +170,7 @@ def skip_model() -> bytes:
     """conv "h" -> conv "a" -> a global AVERAGE_POOL_2D (on the A55) -> conv "b" -> MUL(h, b):
     "h" is written by the first NPU partition and read by the second as well."""
     c = Craft()
-    x = c.tensor("input", (1, 16, 16, 8))
-    h = c.tensor("h", (1, 16, 16, 16))
-    c.conv(x, h, 1, 16, 8, 1, "SAME")
-    a = c.tensor("a", (1, 16, 16, 16))
-    c.conv(h, a, 1, 16, 16, 1, "SAME")
-    p = c.tensor("p", (1, 1, 1, 16))
-    c.pool("AVERAGE_POOL_2D", a, p, 16, 16, "VALID")
+    x, h, p = _pooled_head(c)
     b = c.tensor("b", (1, 1, 1, 16))
     c.conv(p, b, 1, 16, 16, 1, "SAME")
     m = c.tensor("m", (1, 16, 16, 16))
