@@ -204,6 +204,46 @@ def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> No
     assert 16 * 16 * 16 not in arm["h"].readbacks
 
 
+def order_model(reads_d_first: bool) -> bytes:
+    """conv "h" -> a global AVERAGE_POOL_2D (on the A55) -> conv "b"; and "h" -> conv "c" ->
+    conv "d": two outputs, "d" listed first or last."""
+    c = Craft()
+    x = c.tensor("input", (1, 16, 16, 8))
+    h = c.tensor("h", (1, 16, 16, 16))
+    c.conv(x, h, 1, 16, 8, 1, "SAME")
+    p = c.tensor("p", (1, 1, 1, 16))
+    c.pool("AVERAGE_POOL_2D", h, p, 16, 16, "VALID")
+    b = c.tensor("b", (1, 1, 1, 16))
+    c.conv(p, b, 1, 16, 16, 1, "SAME")
+    m = c.tensor("c", (1, 16, 16, 16))
+    c.conv(h, m, 1, 16, 16, 1, "SAME")
+    d = c.tensor("d", (1, 16, 16, 16))
+    c.conv(m, d, 1, 16, 16, 1, "SAME")
+    return c.build([x], [d, b] if reads_d_first else [b, d], "order")
+
+
+def test_npu_partitions_follow_nxp_vela_pass_order(tmp_path: Path) -> None:
+    """NXP's Vela 3.7 orders its passes by a depth-first search from the model outputs
+    (pass_packing.py pack_into_passes) and cuts an NPU subgraph at each CPU pass in that
+    order (extract_npu_subgraphs.py): with the outputs [b, d] the branch "c" -> "d" comes
+    before the CPU pool and joins the first call; with [d, b] it comes after and joins the
+    second, which then reads "h" again (3.7.0 on these two files: order_split_1 = h, c, d /
+    order_split_2 = b; order_split_1 = h / order_split_2 = b, c, d)."""
+    from infercast.estimate.work import nxp_partitions
+
+    for first, want in ((False, [0, 1, 0, 0]), (True, [0, 1, 1, 1])):
+        model = tmp_path / f"order{int(first)}.tflite"
+        model.write_bytes(order_model(first))
+        g = load(model)
+        fc = estimate(model, U65)
+        cpu = frozenset(k.anchor for k, w in fc.works if w.unit == "cpu")
+        index = {n.outputs[0]: n.index for n in g.nodes}
+        part = nxp_partitions(g, cpu)
+        assert [part[index[t]] for t in ("h", "b", "c", "d")] == want
+        by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
+        assert (16 * 16 * 16 in by_op["c"].transfers) is first
+
+
 def test_softmax_takes_nxp_vela_passes(tmp_path: Path) -> None:
     """NXP's Vela 3.7 lowers an int8 SOFTMAX to 31 element-wise passes (softmax.py
     get_graph_8bit): 25 on the per-row sums (one channel, rounded up to 16) and five on the

@@ -439,6 +439,32 @@ def zero_point_model() -> bytes:
     return c.build([a, b, az], [s3], "zero_point")
 
 
+def nxp_semantics_model() -> bytes:
+    """What NXP's Vela 3.7 leaves on the CPU: ARG_MAX along the depth of a 4-D map
+    ("argmax_depth") and of a 2-D one ("argmax_2d"); an ADD whose output has neither input's
+    shape ("add_both_broadcast": 1x4x4x1 + 1x1x1x8) or one of them ("add_row"); an ADD of a
+    rank-0 map ("add_scalar")."""
+    c = Craft()
+    x = c.tensor("x", (1, 4, 4, 8))
+    am = c.tensor("argmax_depth", (1, 4, 4), "int32", scale=None)
+    o = S.ArgMaxOptionsT()
+    o.outputType = S.TensorType.INT32
+    c.op("ARG_MAX", [x, c.const("axis3", [3])], [am], S.BuiltinOptions.ArgMaxOptions, o)
+    v = c.tensor("v", (1, 16))
+    a2 = c.tensor("argmax_2d", (1,), "int32", scale=None)
+    c.op("ARG_MAX", [v, c.const("axis1", [1])], [a2], S.BuiltinOptions.ArgMaxOptions, o)
+    col = c.tensor("col", (1, 4, 4, 1))
+    row = c.tensor("row", (1, 1, 1, 8))
+    both = c.tensor("add_both_broadcast", (1, 4, 4, 8))
+    c.add(col, row, both)
+    one = c.tensor("add_row", (1, 4, 4, 8))
+    c.add(both, row, one)
+    sc = c.tensor("sc", ())
+    s = c.tensor("add_scalar", ())
+    c.add(sc, sc, s)
+    return c.build([x, v, col, row, sc], [am, a2, one, s], "nxp_semantics")
+
+
 # --------------------------------------------------------------------------- #
 # ONNX: single-node models with exact properties (checked by onnx and run by ORT)
 # --------------------------------------------------------------------------- #
@@ -557,6 +583,7 @@ TFLITE_MODELS = {
     "limits_int8": limits_int8_model,
     "edgetpu_int8": edgetpu_int8_model,
     "zero_point": zero_point_model,
+    "nxp_semantics": nxp_semantics_model,
 }
 
 

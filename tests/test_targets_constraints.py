@@ -50,6 +50,7 @@ MV2 = "keras:mobilenet_v2_int8"
 MV2F = "keras:mobilenet_v2_fp32"
 MIX = "craft:mixed_int8"
 LIM = "craft:limits_int8"
+NXP = "craft:nxp_semantics"
 
 # constraint -> (params, passing (model, node), failing (model, node), why)
 CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | str], str]] = {
@@ -243,6 +244,19 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         ("craft:add_int64", 0),
         ("craft:mul_broadcast", 0),
         "1x4x4x4 times 4x1x1",
+    ),
+    "no_scalar_feature_maps": ({}, (NXP, "add_row"), (NXP, "add_scalar"), "a rank-0 ADD"),
+    "output_shape_of_an_input": (
+        {},
+        (NXP, "add_row"),
+        (NXP, "add_both_broadcast"),
+        "1x4x4x1 + 1x1x1x8",
+    ),
+    "depth_axis_of_4d_input": (
+        {"depth": 127},
+        (NXP, "argmax_depth"),
+        (NXP, "argmax_2d"),
+        "a 2-D ARG_MAX",
     ),
     "integer_compute": (
         {"dtypes": ["int8", "uint8", "int16", "int32", "bool"]},

@@ -12,7 +12,7 @@ re-costs it under many parameter sets (:func:`infercast.estimate.forecast.kernel
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -1025,31 +1025,103 @@ def cpu_exchanged_maps(
     return out
 
 
+def nxp_pass_order(dev: Graph, cpu_nodes: frozenset[int]) -> list[int]:
+    """The order NXP's Vela 3.7 runs the nodes of ``dev`` in (indices; folded nodes left
+    out), one pass per node. ``pass_packing.py`` ``pack_into_passes`` builds the passes by a
+    depth-first search from the model outputs (a node is packed once every reader of each of
+    its outputs has been, then its non-constant inputs are searched in turn, and the list is
+    reversed); it then moves a CPU pass that reads only model inputs to the top (by operator
+    index), and, from the bottom up, moves each CPU pass down to the next CPU pass (or to the
+    end) unless an NPU pass between them reads its output, to cut CPU / NPU switches."""
+    nodes = {n.index: n for n in dev.nodes if not n.folded}
+    graph_outputs = set(dev.outputs)
+
+    def live(t: str) -> bool:
+        return bool(t) and not dev.tensors[t].is_constant and dev.producers.get(t) in nodes
+
+    def readers(t: str) -> int:
+        own = sum(1 for c in dev.consumers.get(t, ()) if c in nodes)
+        return own + (1 if t in graph_outputs else 0)
+
+    seen_t: dict[str, int] = {}
+    seen_n: dict[int, int] = {}
+    reverse: list[int] = []
+    stack: list[Iterator[str]] = []
+
+    def visit(t: str) -> None:
+        seen_t[t] = seen_t.get(t, 0) + 1
+        if seen_t[t] != readers(t):
+            return
+        n = nodes[dev.producers[t]]
+        outs = [o for o in n.outputs if o]
+        if n.index not in seen_n:  # an output nothing reads counts as visited
+            seen_n[n.index] = sum(1 for o in outs if readers(o) == 0)
+        seen_n[n.index] += 1
+        if seen_n[n.index] == len(outs):
+            reverse.append(n.index)
+            stack.append(iter([i for i in dict.fromkeys(n.inputs) if live(i)]))
+
+    for t in dev.outputs:
+        if not live(t):
+            continue
+        visit(t)
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+            else:
+                visit(nxt)
+
+    def ifms(i: int) -> tuple[str | None, str | None]:
+        ins = nodes[i].inputs
+        a = ins[0] if ins and ins[0] else None
+        b = ins[1] if len(ins) > 1 and ins[1] and not dev.tensors[ins[1]].is_constant else None
+        return a, b
+
+    model_inputs = set(dev.inputs)
+    top: list[int] = []
+    rest: list[int] = []
+    for i in reversed(reverse):
+        a, b = ifms(i)
+        if i in cpu_nodes and a in model_inputs and (b is None or b in model_inputs):
+            top.append(i)
+        else:
+            rest.append(i)
+    for c in [i for i in reversed(rest) if i in cpu_nodes]:
+        written = {o for o in nodes[c].outputs if o}
+        for nxt_i in rest[rest.index(c) + 1 :]:
+            if nxt_i in cpu_nodes:
+                rest.remove(c)
+                rest.insert(rest.index(nxt_i), c)
+                break
+            if written & set(ifms(nxt_i)):
+                break
+            if nxt_i == rest[-1]:
+                rest.remove(c)
+                rest.append(c)
+                break
+    return sorted(top) + rest
+
+
 def nxp_partitions(dev: Graph, cpu_nodes: frozenset[int]) -> dict[int, int]:
     """The NPU partition (one ``ethos-u`` operation) of every node not on the CPU, by node
-    index. NXP's Vela 3.7 makes each run of NPU operators between CPU operators one NPU
-    subgraph (``extract_npu_subgraphs``): an NPU node joins the partition after the last
-    CPU operator it depends on, so the partition is the number of CPU operators on the
-    longest chain of CPU operators that feeds it (the selfie segmenter's ten CPU pools in a
-    chain give eleven ``ethos-u`` calls in 3.7's output file; CenterNet's CPU dequantizes
-    at its outputs, none feeding an NPU op, one). A map one partition writes and another
-    reads is an output of the one and an input of the other: it goes through the arena
-    (DRAM), linear. CPU nodes are left out."""
-    level: dict[int, int] = {}
+    index. NXP's Vela 3.7 makes each run of NPU passes between CPU passes in its pass order
+    one NPU subgraph (``extract_npu_subgraphs.py`` ``extract_subgraph``; the order:
+    :func:`nxp_pass_order`): the selfie segmenter's ten CPU pools in a chain give eleven
+    ``ethos-u`` calls as in 3.7's output file, CenterNet's CPU dequantizes at its outputs
+    one, MoveNet's decode, whose CPU ops the search meets between NPU ops, seven. A map
+    one partition writes and another reads is an output of the one and an input of the
+    other: it goes through the arena (DRAM), linear. CPU nodes are left out."""
     out: dict[int, int] = {}
-    for n in dev.nodes:
-        if n.folded:
-            continue
-        on_cpu = n.index in cpu_nodes
-        lv = 0
-        for i in n.inputs:
-            p = dev.producers.get(i) if i else None
-            if p is None or p not in level:
-                continue
-            lv = max(lv, level[p] + (1 if p in cpu_nodes and not on_cpu else 0))
-        level[n.index] = lv
+    part = -1
+    after_cpu = True
+    for i in nxp_pass_order(dev, cpu_nodes):
+        on_cpu = i in cpu_nodes
         if not on_cpu:
-            out[n.index] = lv
+            if after_cpu:
+                part += 1
+            out[i] = part
+        after_cpu = on_cpu
     return out
 
 

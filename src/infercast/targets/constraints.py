@@ -1039,6 +1039,44 @@ def same_shape_inputs(view: NodeView) -> Outcome:
 
 
 @constraint
+def no_scalar_feature_maps(view: NodeView) -> Outcome:
+    """No input or output feature map may be a scalar (rank 0: a dynamic tensor to Vela)"""
+    bad = [t for t in view.feature_maps if t.rank == 0]
+    if not bad:
+        return PASS
+    return False, f"scalar tensor(s) {_names(bad)}"
+
+
+@constraint
+def output_shape_of_an_input(view: NodeView) -> Outcome:
+    """At least one input must have the output's shape"""
+    o = view.output
+    ins = [t for t in view.inputs[:2] if t is not None]
+    if o is None or o.shape is None or not ins or any(t.shape is None for t in ins):
+        return PASS
+    if any(t.shape == o.shape for t in ins):
+        return PASS
+    shapes = " and ".join(t.shape_str() for t in ins)
+    return False, f"inputs {shapes}, output {o.shape_str()}"
+
+
+@constraint
+def depth_axis_of_4d_input(view: NodeView, *, depth: int) -> Outcome:
+    """The input must be 4-D, reduced along its last (depth) axis, at most {depth} deep"""
+    x = view.data
+    axes = _axes(view)
+    if x is None or x.rank is None:
+        return PASS
+    if x.rank != 4:
+        return False, f"a rank-{x.rank} input"
+    if axes is not None and _norm_axes(axes, 4) != [3]:
+        return False, f"axis {axes}"
+    if x.shape is not None and x.shape[3] is not None and x.shape[3] > depth:
+        return False, f"depth {x.shape[3]}"
+    return PASS
+
+
+@constraint
 def crops_zero(view: NodeView) -> Outcome:
     """A batch-to-space must crop nothing (its crops input all zero)"""
     t = view.inputs[2] if len(view.inputs) > 2 else None
