@@ -449,31 +449,17 @@ def test_vx_cropping_batch_to_space_runs_on_the_shader(tmp_path: Path) -> None:
     The model is a real TFLite file: LiteRT runs it and gives the 65x65 / 66x66 shapes."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from test_placement_craft import Craft, S
+    from test_placement_craft import batch_to_space_model
 
-    c = Craft()
-    x = c.tensor("x", (4, 33, 33, 8))
-    block = c.const("block", [2, 2])
-    outs = []
-    for name, crops, hw in (("cropped", [[0, 1], [0, 1]], 65), ("whole", [[0, 0], [0, 0]], 66)):
-        out = c.tensor(name, (1, hw, hw, 8))
-        c.op(
-            "BATCH_TO_SPACE_ND",
-            [x, block, c.const(f"{name}_crops", crops)],
-            [out],
-            S.BuiltinOptions.BatchToSpaceNDOptions,
-            S.BatchToSpaceNDOptionsT(),
-        )
-        outs.append(out)
     path = tmp_path / "b2s.tflite"
-    path.write_bytes(c.build([x], outs, "b2s"))
+    path.write_bytes(batch_to_space_model())
     it = Interpreter(model_path=str(path))
     it.allocate_tensors()
     it.invoke()
     shapes = {d["name"]: d["shape"].tolist() for d in it.get_output_details()}
-    assert shapes == {"cropped": [1, 65, 65, 8], "whole": [1, 66, 66, 8]}
+    assert shapes == {"b2s_cropped": [1, 65, 65, 8], "b2s_whole": [1, 66, 66, 8]}
 
     layers = {lp.name: lp for lp in place(path, "imx8mp-npu-vx").layers}
-    assert layers["cropped"].unit == "sh"
-    assert [r.check for r in layers["cropped"].notes] == ["crops_zero"]
-    assert layers["whole"].placement == "accelerator" and layers["whole"].unit == "npu"
+    assert layers["b2s_cropped"].unit == "sh"
+    assert [r.check for r in layers["b2s_cropped"].notes] == ["crops_zero"]
+    assert layers["b2s_whole"].placement == "accelerator" and layers["b2s_whole"].unit == "npu"

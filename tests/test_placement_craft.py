@@ -578,12 +578,37 @@ def run_onnx(name: str, data: bytes) -> None:
     sess.run(None, feeds)
 
 
+def batch_to_space_model() -> bytes:
+    """Two BATCH_TO_SPACE_ND of one 4 x 33 x 33 x 8 map with blocks 2 x 2: "b2s_cropped"
+    crops a row and a column (65 x 65, a TF1 dilated conv's closing step on an odd map),
+    "b2s_whole" crops nothing (66 x 66)."""
+    c = Craft()
+    x = c.tensor("x", (4, 33, 33, 8))
+    block = c.const("block", [2, 2])
+    outs = []
+    for name, crops, hw in (
+        ("b2s_cropped", [[0, 1], [0, 1]], 65),
+        ("b2s_whole", [[0, 0], [0, 0]], 66),
+    ):
+        out = c.tensor(name, (1, hw, hw, 8))
+        c.op(
+            "BATCH_TO_SPACE_ND",
+            [x, block, c.const(f"{name}_crops", crops)],
+            [out],
+            S.BuiltinOptions.BatchToSpaceNDOptions,
+            S.BatchToSpaceNDOptionsT(),
+        )
+        outs.append(out)
+    return c.build([x], outs, "batch_to_space")
+
+
 TFLITE_MODELS = {
     "mixed_int8": mixed_int8_model,
     "limits_int8": limits_int8_model,
     "edgetpu_int8": edgetpu_int8_model,
     "zero_point": zero_point_model,
     "nxp_semantics": nxp_semantics_model,
+    "batch_to_space": batch_to_space_model,
 }
 
 

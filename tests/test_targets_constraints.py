@@ -239,11 +239,11 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         (MIX, "resize_x3"),
         "3x upscale",
     ),
-    "same_shape_inputs": (
+    "crops_zero": (
         {},
-        ("craft:add_int64", 0),
-        ("craft:mul_broadcast", 0),
-        "1x4x4x4 times 4x1x1",
+        ("craft:batch_to_space", "b2s_whole"),
+        ("craft:batch_to_space", "b2s_cropped"),
+        "crops [0, 1, 0, 1]",
     ),
     "no_scalar_feature_maps": ({}, (NXP, "add_row"), (NXP, "add_scalar"), "a rank-0 ADD"),
     "output_shape_of_an_input": (

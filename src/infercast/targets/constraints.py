@@ -1030,15 +1030,6 @@ def integer_compute(view: NodeView, *, dtypes: list[str]) -> Outcome:
 
 
 @constraint
-def same_shape_inputs(view: NodeView) -> Outcome:
-    """Element-wise inputs must have one shape (no broadcasting)"""
-    shapes = list(dict.fromkeys(t.shape_str() for t in view.inputs if t is not None))
-    if len(shapes) <= 1:
-        return PASS
-    return False, "inputs of shapes " + " and ".join(shapes) + " broadcast"
-
-
-@constraint
 def no_scalar_feature_maps(view: NodeView) -> Outcome:
     """No input or output feature map may be a scalar (rank 0: a dynamic tensor to Vela)"""
     bad = [t for t in view.feature_maps if t.rank == 0]
