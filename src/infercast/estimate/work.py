@@ -884,7 +884,10 @@ def ifm_refetch_bytes(
 
 
 def vela_linear_maps(
-    dev: Graph, groups: list[Kernel], cpu_nodes: frozenset[int] | None = None
+    dev: Graph,
+    groups: list[Kernel],
+    cpu_nodes: frozenset[int] | None = None,
+    part: dict[int, int] | None = None,
 ) -> frozenset[str]:
     """Feature maps Vela keeps in linear NHWC format instead of 16-channel bricks
     (ethos-u-vela 5.2.0 regor ``scheduler.cpp`` ``UpdateSchedulerTensor``): a concatenation
@@ -901,10 +904,12 @@ def vela_linear_maps(
     ``ethos-u`` call's output and another's input) and a model output the NPU writes: 3.7's
     ``graph_optimiser_util.check_format_restrictions`` keeps NHCWB16 only for a map whose
     producers and consumers all run on the NPU; it also keeps the OFM of a half-pixel
-    RESIZE_BILINEAR linear (its four depthwise convolutions write it with doubled strides)."""
+    RESIZE_BILINEAR linear (its four depthwise convolutions write it with doubled strides).
+    ``part``: :func:`nxp_partitions` when computed already."""
     out: set[str] = set()
     if cpu_nodes is not None:
-        part = nxp_partitions(dev, cpu_nodes)
+        if part is None:
+            part = nxp_partitions(dev, cpu_nodes)
         for n in dev.nodes:
             if n.folded or n.index in cpu_nodes:
                 continue
@@ -1126,7 +1131,10 @@ def nxp_partitions(dev: Graph, cpu_nodes: frozenset[int]) -> dict[int, int]:
 
 
 def nxp_partition_copies(
-    dev: Graph, groups: list[Kernel], cpu_nodes: frozenset[int]
+    dev: Graph,
+    groups: list[Kernel],
+    cpu_nodes: frozenset[int],
+    part: dict[int, int] | None = None,
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """(copies in, copies out): bytes per kernel anchor of the maps one NPU partition
     (:func:`nxp_partitions`) writes and another reads, which the placement's crossings (NPU
@@ -1137,8 +1145,10 @@ def nxp_partition_copies(
     map is copied out once after the partition that writes it (charged to the kernel that
     writes it; not again where a CPU op or the model's output also takes it, a crossing the
     placement states) and in again before each partition that reads it (charged to the
-    first kernel there that reads it)."""
-    part = nxp_partitions(dev, cpu_nodes)
+    first kernel there that reads it). ``part``: :func:`nxp_partitions` when computed
+    already."""
+    if part is None:
+        part = nxp_partitions(dev, cpu_nodes)
     member_of = {i: k.anchor for k in groups for i in k.members}
     copy_in: dict[int, list[int]] = {}
     copy_out: dict[int, list[int]] = {}
@@ -1662,6 +1672,8 @@ def build_works(
     """One :class:`Work` per kernel of the device graph ``dev``, and the notes it raised."""
     groups, elided = _groups(dev, report, fuse)
     groups = split_serial(dev, report, target, groups)
+    cpu = _cpu_nodes(report, target)
+    part = nxp_partitions(dev, cpu) if cpu is not None else None
     ctx = _Context(
         dev=dev,
         target=target,
@@ -1673,14 +1685,12 @@ def build_works(
         caches=_StreamingCaches(target),
         elided=elided,
         missing_peak=set(),
-        linear=vela_linear_maps(dev, groups, _cpu_nodes(report, target))
-        if _vela_accel(target)
-        else frozenset(),
-        cpu_nodes=_cpu_nodes(report, target),
+        linear=vela_linear_maps(dev, groups, cpu, part) if _vela_accel(target) else frozenset(),
+        cpu_nodes=cpu,
+        partitions=part,
     )
-    if ctx.cpu_nodes is not None:
-        ctx.partitions = nxp_partitions(dev, ctx.cpu_nodes)
-        copy_in, copy_out = nxp_partition_copies(dev, groups, ctx.cpu_nodes)
+    if cpu is not None:
+        copy_in, copy_out = nxp_partition_copies(dev, groups, cpu, part)
         for anchor, sizes in copy_in.items():
             ctx.transfers.setdefault(anchor, []).extend(sizes)
         for anchor, sizes in copy_out.items():
