@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from ai_edge_litert import schema_py_generated as S
 
 from infercast import estimate
@@ -199,6 +200,16 @@ def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> No
     assert 16 * 16 * 16 in by_op["m"].transfers
     # the second call ("b" first) opens its own inference (ioctl, RPMsg to the M33)
     assert by_op["b"].invokes == 1 and by_op["m"].invokes == by_op["h"].invokes == 0
+    # the fit's vectorised evaluation charges that second call as the forecast does
+    from infercast.estimate.fit import Batch, Sample, predict
+    from infercast.estimate.forecast import Params
+
+    p = Params.of(load_target(U65))
+    s = Sample("skip", tuple(w for _, w in fc.works), 1.0)
+    assert p.invoke_s > 0
+    assert Batch([s], p, []).latencies(Batch([s], p, []).full())[0] == pytest.approx(
+        predict(s, p), rel=1e-9
+    )
     fc_arm = estimate(model, vela_view(load_target(U65)))
     arm = {g.nodes[k.anchor].outputs[0]: w for k, w in fc_arm.works}
     assert 16 * 16 * 16 not in arm["h"].readbacks

@@ -209,6 +209,7 @@ class Batch:
         cols["spill"].append(sb)
         cols["sp_bw"].append(self._param(skey) if sb > 0 else -1)
         cols["stalls"].append(1.0 if u in p.memory_stalls else 0.0)
+        cols["inv"].append(0.0 if s.device_only else float(w.invokes))
 
     def _mem(self, m: str | None) -> int:
         return -1 if m is None else self._param(f"memories.{m}.bandwidth_bytes_per_s")
@@ -275,21 +276,23 @@ class Batch:
         overhead = t0[c["ov"]] + t0[c["sync"]]
         spill = c["spill"] * inv_bw[c["sp_bw"]]
         passes = c["pce"] * t0[c["pce_p"]]
-        both = np.where(c["stalls"] > 0, compute + memory, np.maximum(compute, memory))
-        per_kernel = both + overhead + transfer + rewrite + spill + passes
-        out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
         invoke = (
             theta[self._index["calibration.invoke_overhead_s"]]
             if "calibration.invoke_overhead_s" in self._index
             else self.base.invoke_s
         )
+        both = np.where(c["stalls"] > 0, compute + memory, np.maximum(compute, memory))
+        # an accelerator call a kernel opens beyond the first pays the invoke cost again
+        per_kernel = both + overhead + transfer + rewrite + spill + passes + c["inv"] * invoke
+        out = np.bincount(c["sample"], weights=per_kernel, minlength=len(self.samples))
         return out + invoke * self.whole
 
 
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
                   "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p", "i2c_p")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
-            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c", "stalls")  # fmt: skip
+            "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c", "stalls",
+            "inv")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #
