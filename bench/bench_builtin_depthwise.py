@@ -68,37 +68,11 @@ def _model(c: int) -> Any:
     return tf.keras.Model(x, z)
 
 
-def _profile(c: int, runs: int, repeats: int, d: str) -> dict[int, float]:
-    """Median seconds per depthwise conv (keyed by stride) over ``repeats`` profiles."""
-    import infercast
-    from infercast.estimate.published.recipes import convert
-
-    path = Path(d) / f"dw{c}.tflite"
-    path.write_bytes(convert(_model(c), "int8fio"))
-    graph = infercast.load(path)
-    off = {"litert.xnnpack": ["off"]}
-    times: dict[int, list[float]] = {}
-    for _ in range(repeats):
-        res = infercast.bench(path, ["litert"], (1,), off, profile=True, profile_runs=runs)
-        run = res.to_dict()["runs"][0]
-        if run["status"] != "ok" or not run.get("profile"):
-            raise RuntimeError(f"run failed: {run['status']} {run['error']}")
-        for p in run["profile"]:
-            if p["op"] != "depthwise_conv":
-                continue
-            node = graph.nodes[p["index"]]
-            src = graph.tensors[node.inputs[0]].shape
-            dst = graph.tensors[node.outputs[0]].shape
-            stride = 2 if src[1] > dst[1] else 1
-            times.setdefault(stride, []).append(p["measured_s"])
-    return {s: statistics.median(v) for s, v in times.items()}
-
-
-def _model_rows(path: Path, runs: int, repeats: int) -> None:
-    """Print every depthwise conv of the int8 model at ``path``: shape, ns/MAC, ns/pixel."""
+def _depthwise_times(path: Path, runs: int, repeats: int) -> dict[int, list[float]]:
+    """Seconds of every depthwise conv of the model at ``path`` (by node index), one entry
+    per profile: LiteRT's built-in kernels (XNNPACK off), one thread."""
     import infercast
 
-    graph = infercast.load(path)
     off = {"litert.xnnpack": ["off"]}
     times: dict[int, list[float]] = {}
     for _ in range(repeats):
@@ -109,6 +83,32 @@ def _model_rows(path: Path, runs: int, repeats: int) -> None:
         for p in run["profile"]:
             if p["op"] == "depthwise_conv":
                 times.setdefault(p["index"], []).append(p["measured_s"])
+    return times
+
+
+def _profile(c: int, runs: int, repeats: int, d: str) -> dict[int, float]:
+    """Median seconds per depthwise conv (keyed by stride) over ``repeats`` profiles."""
+    import infercast
+    from infercast.estimate.published.recipes import convert
+
+    path = Path(d) / f"dw{c}.tflite"
+    path.write_bytes(convert(_model(c), "int8fio"))
+    graph = infercast.load(path)
+    out: dict[int, float] = {}
+    for index, ts in _depthwise_times(path, runs, repeats).items():
+        node = graph.nodes[index]
+        src = graph.tensors[node.inputs[0]].shape
+        dst = graph.tensors[node.outputs[0]].shape
+        out[2 if src[1] > dst[1] else 1] = statistics.median(ts)
+    return out
+
+
+def _model_rows(path: Path, runs: int, repeats: int) -> None:
+    """Print every depthwise conv of the int8 model at ``path``: shape, ns/MAC, ns/pixel."""
+    import infercast
+
+    graph = infercast.load(path)
+    times = _depthwise_times(path, runs, repeats)
     print(f"{path.name}")
     print(f"{'in HxWxC':>14s} {'k':>3s} {'s':>2s} {'MACs':>9s} {'ns/MAC':>7s} {'ns/pixel':>9s}")
     total = macs_all = 0.0
