@@ -1561,9 +1561,9 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
     a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
     refetch = arena = 0
+    accel, nxp = _vela_accel(target), nxp_vela_schedule(target)
     block_depth = target.units[lp.unit].ifm_refetch_depth
     if on_acc and block_depth > 0:
-        nxp = nxp_vela_schedule(target)
         cached = _cached_act_memory(target, dev, members, act_bytes)
         arena_maps = (
             cpu_exchanged_maps(dev, members, ctx.cpu_nodes, ctx.partitions)
@@ -1572,7 +1572,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         )
         a_mem = cached or a_mem
         burst = _burst_bytes(target.memories[a_mem]) if a_mem else 0
-        refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, _vela_accel(target))
+        refetch = ifm_refetch_bytes(dev, anchor, block_depth, burst, accel)
         if cached and arena_maps and w_mem and memory_for(target, ("activations",)) == w_mem:
             # the partition's inputs / outputs go through the arena, the rest stays cached
             arena = sum(dev.tensors[t].nbytes or 0 for t in arena_maps)
@@ -1580,28 +1580,28 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
             linear = ctx.linear - arena_maps
             arena_burst = _burst_bytes(target.memories[w_mem])
             arena += linear_transfer_bytes(
-                dev, members, ctx.linear & arena_maps, arena_burst, _vela_accel(target), nxp
+                dev, members, ctx.linear & arena_maps, arena_burst, accel, nxp
             )
         else:
             linear = ctx.linear
-        refetch += linear_transfer_bytes(dev, members, linear, burst, _vela_accel(target), nxp)
+        refetch += linear_transfer_bytes(dev, members, linear, burst, accel, nxp)
     w_bytes, streamed = ctx.caches.take(weights, w_mem)
     ops, known = _arithmetic(dev, members, ctx.cost)
     factor = shape_factor(dev, anchor, target, lp.unit) * note_slowdown(lp, target)
-    cycles = vela_npu_cycles(dev, members, _vela_accel(target)) if on_acc else None
+    cycles = vela_npu_cycles(dev, members, accel) if on_acc else None
     lowered = None
     lowered_cls = "depthwise_conv"
     ew = False
-    if on_acc and cycles is None and nxp_vela_schedule(target):
-        lowered = nxp_resize_cycles(dev, anchor, _vela_accel(target))
-        mean = nxp_mean_cycles(dev, anchor, _vela_accel(target)) if lowered is None else None
+    if on_acc and cycles is None and nxp:
+        lowered = nxp_resize_cycles(dev, anchor, accel)
+        mean = nxp_mean_cycles(dev, anchor, accel) if lowered is None else None
         if mean is not None:
             lowered, lowered_cls = mean
         cycles = lowered
         if cycles is None:
-            cycles = nxp_elementwise_cycles(dev, members, _vela_accel(target))
+            cycles = nxp_elementwise_cycles(dev, members, accel)
             if cycles is None:
-                cycles = nxp_softmax_cycles(dev, anchor, _vela_accel(target))
+                cycles = nxp_softmax_cycles(dev, anchor, accel)
                 if cycles is not None:  # a chain of element-wise passes
                     lowered, lowered_cls = cycles, "elementwise"
             ew = cycles is not None
