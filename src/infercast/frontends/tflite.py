@@ -95,6 +95,44 @@ _CANONICAL: dict[str, str] = {
 }
 
 
+_CUSTOM = {"TFLite_Detection_PostProcess": "detection_postprocess"}
+"""Custom ops the TFLite runtime ships a kernel for (``tensorflow/lite/kernels/
+register.cc``, ``AddCustom``), by custom code: their canonical op names."""
+_CUSTOM_OPTIONS: dict[str, dict[str, type]] = {
+    "detection_postprocess": dict.fromkeys(
+        ("max_detections", "max_classes_per_detection", "detections_per_class", "num_classes"),
+        int,
+    )
+    | {"use_regular_nms": bool, "nms_score_threshold": float, "nms_iou_threshold": float},
+}
+"""Keys read from a custom op's options (a FlexBuffer map, as the kernel's ``Init`` reads
+them: ``tensorflow/lite/kernels/detection_postprocess.cc``), with their types."""
+
+
+def _custom_options(op: Any, keys: Mapping[str, type]) -> dict[str, Any]:
+    """The ``keys`` of a custom op's FlexBuffer options that are present with the right type;
+    none when the options do not decode (the op's cost rule then says what it assumed)."""
+    from flatbuffers import flexbuffers
+
+    try:
+        raw = op.CustomOptionsAsNumpy()
+        m = flexbuffers.Loads(bytes(raw.tobytes())) if op.CustomOptionsLength() else {}
+    except Exception:  # hostile or foreign bytes: no options, not a crash
+        return {}
+    if not isinstance(m, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, kind in keys.items():
+        v = m.get(k)
+        if kind is bool and isinstance(v, (bool, int)):  # the converter writes 0 / 1
+            out[k] = bool(v)
+        elif kind is int and isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v
+        elif kind is float and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = float(v)
+    return out
+
+
 def canonical_op(native: str) -> str:
     """The canonical op name of a TFLite builtin (``CONV_2D`` -> ``conv``)."""
     return _CANONICAL.get(native, native.lower())
@@ -322,7 +360,7 @@ def _parse(
         native = names.builtin.get(code, f"BUILTIN_{code}")
         if native == "CUSTOM":
             custom = (oc.CustomCode() or b"").decode("utf-8", "replace")
-            opcodes.append((f"custom:{custom}", f"custom:{custom}"))
+            opcodes.append((f"custom:{custom}", _CUSTOM.get(custom, f"custom:{custom}")))
         else:
             opcodes.append((native, canonical_op(native)))
 
@@ -505,6 +543,8 @@ class _Reading:
             )
         if native.startswith("custom:"):
             attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
+            if canonical in _CUSTOM_OPTIONS:
+                attrs.update(_custom_options(op, _CUSTOM_OPTIONS[canonical]))
         attrs = _canonical_attrs(native, attrs)
         if canonical in ("lstm", "rnn"):
             attrs["weight_inputs"] = tuple(

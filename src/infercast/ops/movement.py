@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from infercast.ir.dtypes import DType
 from infercast.ir.views import static_shape
 from infercast.ops.registry import OpContext, OpCost, register
 
@@ -161,3 +162,56 @@ def nms_cost(ctx: OpContext) -> OpCost:
     classes = s[1] if len(s) == 3 else 1
     batch = s[0] if len(s) == 3 else 1
     return OpCost(flops=batch * classes * n * n // 2 * 15, note="worst case, data-dependent")
+
+
+IOU_FLOPS = 15
+"""FLOPs of one intersection-over-union of two corner boxes (two areas, four min / max, two
+differences clamped at 0, a product, a sum and a division: ``ComputeIntersectionOverUnion``
+in ``tensorflow/lite/kernels/detection_postprocess.cc``)."""
+
+
+@register("detection_postprocess", family="detection")
+def detection_postprocess_cost(ctx: OpContext) -> OpCost:
+    """TFLite's ``TFLite_Detection_PostProcess`` custom op (the SSD exporters' last op; kernel
+    ``tensorflow/lite/kernels/detection_postprocess.cc``), for ``N`` anchors, ``C`` classes
+    (+1 background), ``D`` = ``max_detections``, ``k`` = ``max_classes_per_detection``:
+
+    * decode: per anchor 4 box codes (dequantised first when uint8) against the anchor's
+      centre and size, 2 exps, 4 corners and a validity check: 20 FLOPs (+8 when uint8);
+    * uint8 class scores are dequantised first: 2 FLOPs each of ``N x (C + 1)``;
+    * fast NMS (``use_regular_nms`` false, the exporters' default): per anchor a partial
+      arg-sort of its ``C`` scores to the top ``k`` (``C x (1 + log2 k)`` compares) and its
+      best score, then one NMS over the ``N`` best scores: a threshold compare each, a sort
+      (``N log2 N``), and at most ``D`` kept boxes each compared with every remaining box
+      (``D x N`` IoUs of :data:`IOU_FLOPS`);
+    * regular NMS: that NMS once per class over the class's ``N`` scores with
+      ``detections_per_class`` kept boxes (default 100), plus copying the class's column.
+
+    The NMS part is the worst case: how many boxes pass the score threshold and how many a
+    kept box suppresses depend on the data. The options (``max_detections`` ...) are read
+    from the op's FlexBuffer; missing ones take the kernel's defaults (the note says so)."""
+    box, scores = ctx.input(0), ctx.input(1)
+    bs, ss = ctx.shape(box), ctx.shape(scores)
+    n = bs[-2] if len(bs) >= 2 else 0
+    with_bg = ss[-1] if ss else 0
+    classes = max(ctx.int_attr("num_classes", with_bg - 1), 1)
+    missing = [k for k in ("max_detections", "use_regular_nms") if k not in ctx.node.attrs]
+    d = max(ctx.int_attr("max_detections", 10), 0)
+    per_anchor = max(ctx.int_attr("max_classes_per_detection", 1), 1)
+    per_class = max(ctx.int_attr("detections_per_class", 100), 1)
+    regular = bool(ctx.attr("use_regular_nms", False))
+    quant_box = box.dtype == DType.UINT8
+    quant_scores = scores.dtype == DType.UINT8
+    sort = n * max(math.ceil(math.log2(n)), 1) if n > 1 else 0
+    flops = n * (28 if quant_box else 20)
+    if quant_scores:
+        flops += 2 * n * with_bg
+    if regular:
+        flops += classes * (2 * n + sort + min(per_class, n) * n * IOU_FLOPS)
+    else:
+        top = 1 + math.ceil(math.log2(min(per_anchor, classes))) if classes > 1 else 1
+        flops += n * classes * top + n + sort + min(d, n) * n * IOU_FLOPS
+    note = "worst case of the NMS loop (data-dependent)"
+    if missing:
+        note += f"; options not in the file, kernel defaults assumed: {', '.join(missing)}"
+    return OpCost(flops=flops, note=note)

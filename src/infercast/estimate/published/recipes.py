@@ -414,6 +414,109 @@ def mobilenet_ssd(size: int = 300, classes: int = 21) -> Any:
     return k.Model(inp, [L.Concatenate()(outs[0::2]), L.Concatenate()(outs[1::2])])
 
 
+def _ssd_anchor_boxes(maps: list[int], per_map: list[int]) -> Any:
+    """Anchor boxes (ycenter, xcenter, h, w), one row per box in the head's order: a fixed
+    grid of centres per feature map (the values do not change the cost; the count does)."""
+    import numpy as np
+
+    rows = []
+    for m, a in zip(maps, per_map, strict=True):
+        c = (np.arange(m) + 0.5) / m
+        yy, xx = np.meshgrid(c, c, indexing="ij")
+        for y, x in zip(yy.ravel(), xx.ravel(), strict=True):
+            for i in range(a):
+                s = 0.2 + 0.7 * i / max(a - 1, 1)
+                rows.append((y, x, s, s))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def _ssd_head_postprocess(inp: Any, feats: list[Any], classes: int) -> Any:
+    """TF1 Object Detection API SSD head as its TFLite exporter writes it: 1x1 box and class
+    convs (``ConvolutionalBoxPredictor`` with ``kernel_size: 1``; 3 anchors on the first map,
+    6 on the others; ``classes`` + background scores), the sigmoid score conversion, and the
+    ``TFLite_Detection_PostProcess`` settings of the exporter's defaults (10 detections, one
+    class each, fast NMS, IoU 0.6, score threshold 1e-8, scales 10 / 10 / 5 / 5) on an
+    anchors constant with one row per box (see :func:`_convert_with_postprocess`)."""
+    k = _k()
+    L = k.layers
+    # every head conv before the reshapes and concats: the converter orders the ops as built
+    anchors_per_map = [3] + [6] * (len(feats) - 1)
+    box_maps = [L.Conv2D(a * 4, 1)(f) for a, f in zip(anchors_per_map, feats, strict=True)]
+    cls_maps = [
+        L.Conv2D(a * (classes + 1), 1)(f) for a, f in zip(anchors_per_map, feats, strict=True)
+    ]
+    box = L.Concatenate(axis=1, name="box_encodings")([L.Reshape((-1, 4))(m) for m in box_maps])
+    cls = L.Activation("sigmoid", name="class_predictions")(
+        L.Concatenate(axis=1)([L.Reshape((-1, classes + 1))(m) for m in cls_maps])
+    )
+    model = k.Model(inp, [box, cls])
+    maps = [int(f.shape[1]) for f in feats]
+    model.postprocess = {
+        "anchors": _ssd_anchor_boxes(maps, anchors_per_map),
+        "max_detections": 10, "max_classes_per_detection": 1, "detections_per_class": 100,
+        "use_regular_nms": False, "nms_score_threshold": 1e-8, "nms_iou_threshold": 0.6,
+        "num_classes": classes, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0,
+    }  # fmt: skip
+    return model
+
+
+def _ssd_extra_layers(x: Any, feats: list[Any]) -> None:
+    """The SSD feature extractors' four extra maps of depth 512 / 256 / 256 / 128: a 1x1 conv
+    to half the depth, then a 3x3/2 conv (BN, ReLU6; ``use_depthwise`` false)."""
+    for d in (512, 256, 256, 128):
+        x = _conv_bn(_conv_bn(x, d // 2, 1, act="relu6"), d, 3, 2, act="relu6")
+        feats.append(x)
+
+
+def ssd_mobilenet_v1_postprocess(size: int = 300, classes: int = 90) -> Any:
+    """SSD MobileNet v1 as TF1's Object Detection API exports it for TFLite
+    (``ssd_mobilenet_v1_coco`` / ``coco_ssd_mobilenet_v1_1.0_quant``, the model of Coral's
+    ``ssd_mobilenet_v1_coco_quant_postprocess`` and of TF's detection example; tensorflow/models
+    research/object_detection ``models/ssd_mobilenet_v1_feature_extractor.py``,
+    ``export_tflite_ssd_graph_lib.py``): MobileNet v1 1.0 feature maps Conv2d_11 (19x19x512)
+    and Conv2d_13 (10x10x1024), the four extra layers, and :func:`_ssd_head_postprocess`
+    (1917 boxes at 300 px). Built here: 1.237 G MACs and 6.81 M parameters, the MobileNet
+    paper's SSD 300 figures (Howard et al. 2017, Table 13: 1.2 B mult-adds, 6.8 M
+    parameters)."""
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    feats: list[Any] = []
+    for i, (c, s) in enumerate(((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+                                (512, 1), (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2),
+                                (1024, 1))):  # fmt: skip
+        x = _conv_bn(_dw_bn(x, 3, s, act="relu6"), c, 1, act="relu6")
+        if i in (10, 12):
+            feats.append(x)
+    _ssd_extra_layers(x, feats)
+    return _ssd_head_postprocess(inp, feats, classes)
+
+
+def ssd_mobilenet_v2_postprocess(size: int = 300, classes: int = 90) -> Any:
+    """SSD MobileNet v2 as TF1's Object Detection API exports it for TFLite
+    (``ssd_mobilenet_v2_coco``, Coral's ``ssd_mobilenet_v2_coco_quant_postprocess``; at 320 px
+    with one class, Coral's ``ssd_mobilenet_v2_face_quant_postprocess``;
+    ``models/ssd_mobilenet_v2_feature_extractor.py``): MobileNetV2 1.0 feature maps the
+    expansion output of layer 15 (576 channels) and the final 1x1 to 1280, the four extra
+    layers, and :func:`_ssd_head_postprocess` (1917 boxes at 300 px, 2034 at 320)."""
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, layer, feats = 32, 2, []
+    for t, c, n, s in _MNV2_TABLE:
+        for i in range(n):
+            si = s if i == 0 else 1
+            if layer == 15:  # its expansion output is the first feature map
+                y = _conv_bn(x, cin * t, 1, act="relu6")
+                feats.append(y)
+                x = _conv_bn(_dw_bn(y, 3, si, act="relu6"), c, 1, act=None)
+            else:
+                x = _inverted_residual(x, cin, c, t, 3, si)
+            cin, layer = c, layer + 1
+    x = _conv_bn(x, 1280, 1, act="relu6")
+    feats.append(x)
+    _ssd_extra_layers(x, feats)
+    return _ssd_head_postprocess(inp, feats, classes)
+
+
 def _inception_branch(x: Any, spec: list[tuple[int, Any, int]]) -> Any:
     for c, kk, s in spec:
         x = _conv_bn(x, c, kk, s)
@@ -1524,6 +1627,9 @@ _r("yolov3_tiny_416_1class", yolov3_tiny,
 _r("resnet18_224", resnet18)
 _r("squeezenet_v1_1_224", squeezenet_v1_1)
 _r("mobilenet_ssd_300", mobilenet_ssd)
+_r("ssd_mobilenet_v1_300_pp", ssd_mobilenet_v1_postprocess)
+_r("ssd_mobilenet_v2_300_pp", ssd_mobilenet_v2_postprocess)
+_r("ssd_mobilenet_v2_face_320_pp", ssd_mobilenet_v2_postprocess, size=320, classes=1)
 _r("inception_v1_224", inception_v1)
 _r("inception_v4_299", inception_v4)
 _r("tiny_resnet8_32", tiny_resnet8, "mlcommons/tiny image_classification keras_model.py")
@@ -1607,10 +1713,112 @@ def _frozen_graph(model: Any) -> tuple[bytes, list[str], list[str], dict[str, li
     return frozen.graph.as_graph_def().SerializeToString(), ins, outs, shapes
 
 
+def _convert_with_postprocess(model: Any, quant: str, post: dict[str, Any]) -> bytes:
+    """``model`` with TFLite's SSD post-processing as the TF2 Object Detection API's TFLite
+    exporter writes it (tensorflow/models research/object_detection
+    ``export_tflite_graph_lib_tf2.py``: a ``tf.function`` marked
+    ``experimental_implements`` with the op's name and attributes, which the converter turns
+    into the ``TFLite_Detection_PostProcess`` custom op) on the model's (box encodings,
+    class scores) and an anchors constant. The network is frozen first (its weights become
+    constants, as in the exporter's saved model). ``int8pt`` / ``int8``: integer network with
+    a uint8 image input and the op's float outputs, as Coral's and TF's detection models
+    ship; ``fp32``: float throughout."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    if quant not in ("int8pt", "int8", "fp32"):
+        raise ValueError(f"{quant!r}: a model with detection post-processing is built as "
+                         "int8pt, int8 or fp32")  # fmt: skip
+    ints = ("max_detections", "max_classes_per_detection", "detections_per_class", "num_classes")
+    floats = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale",
+              "w_scale")  # fmt: skip
+    regular = str(bool(post["use_regular_nms"])).lower()
+    sig = " ".join(
+        ['name: "TFLite_Detection_PostProcess"']
+        + [f'attr {{ key: "{k}" value {{ i: {int(post[k])} }} }}' for k in ints]
+        + [f'attr {{ key: "use_regular_nms" value {{ b: {regular} }} }}']
+        + [f'attr {{ key: "{k}" value {{ f: {float(post[k]):f} }} }}' for k in floats]
+    )
+    anchors = tf.constant(np.asarray(post["anchors"], dtype=np.float32))
+
+    @tf.function(experimental_implements=sig)  # type: ignore[untyped-decorator]
+    def postprocess(box: Any, cls: Any, anc: Any) -> Any:
+        return tuple(tf.constant(0.0, name=n) for n in ("boxes", "classes", "scores", "num"))
+
+    spec = tf.TensorSpec(tuple(int(d) for d in model.inputs[0].shape), tf.float32)
+    frozen = convert_variables_to_constants_v2(
+        tf.function(lambda x: model(x, training=False)).get_concrete_function(spec)
+    )
+
+    class Detector(tf.Module):  # type: ignore[misc]
+        @tf.function(input_signature=[spec])  # type: ignore[untyped-decorator]
+        def run(self, x: Any) -> Any:
+            box, cls = frozen(x)
+            return postprocess(box, cls, anchors)
+
+    mod = Detector()
+    with tempfile.TemporaryDirectory() as d:
+        tf.saved_model.save(mod, d, signatures=mod.run.get_concrete_function())
+        c = tf.lite.TFLiteConverter.from_saved_model(d)
+        c.allow_custom_ops = True
+        if quant != "fp32":
+            c.optimizations = [tf.lite.Optimize.DEFAULT]
+            c.representative_dataset = _representative(model)
+            c.target_spec.supported_ops = [
+                tf.lite.OpsSet.TFLITE_BUILTINS_INT8,
+                tf.lite.OpsSet.TFLITE_BUILTINS,
+            ]
+            c.inference_input_type = tf.uint8
+            if quant == "int8pt":
+                c._experimental_disable_per_channel = True
+        out: bytes = _dequantize_last(c.convert())
+    return out
+
+
+def _dequantize_last(data: bytes) -> bytes:
+    """The flatbuffer with each DEQUANTIZE whose output only the custom post-processing op
+    reads moved to just before that op (still a valid order: the op is last). The converter
+    schedules a head's DEQUANTIZE as soon as its input exists, before the other head's last
+    conv; the TF1 files Coral ships have the post-processing read uint8 and no DEQUANTIZE,
+    and an accelerator that takes one segment (the Edge TPU compiler) would otherwise leave
+    that conv to the CPU."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    m = schema.ModelT.InitFromPackedBuf(data, 0)
+    deq = schema.BuiltinOperator.DEQUANTIZE
+    for sg in m.subgraphs:
+        ops = list(sg.operators)
+        readers: dict[int, list[int]] = {}
+        for i, op in enumerate(ops):
+            for x in op.inputs if op.inputs is not None else ():
+                readers.setdefault(int(x), []).append(i)
+        post = [i for i, op in enumerate(ops) if m.operatorCodes[op.opcodeIndex].customCode]
+        if len(post) != 1:
+            continue
+        late = [
+            i for i, op in enumerate(ops)
+            if max(m.operatorCodes[op.opcodeIndex].builtinCode,
+                   m.operatorCodes[op.opcodeIndex].deprecatedBuiltinCode) == deq
+            and all(readers.get(int(o), []) == post for o in op.outputs)
+        ]  # fmt: skip
+        rest = [op for i, op in enumerate(ops) if i not in late and i != post[0]]
+        sg.operators = rest + [ops[i] for i in late] + [ops[post[0]]]
+    b = flatbuffers.Builder(len(data) + 1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def convert(model: Any, quant: str) -> bytes:
     """TFLite flatbuffer of ``model`` in quantisation variant ``quant`` (see module doc)."""
     import tensorflow as tf
 
+    post = getattr(model, "postprocess", None)
+    if post:
+        return _convert_with_postprocess(model, quant, post)
     if quant == "uint8":
         gd, ins, outs, shapes = _frozen_graph(model)
         with tempfile.TemporaryDirectory() as d:

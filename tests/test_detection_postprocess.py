@@ -1,0 +1,130 @@
+"""TFLite's SSD post-processing custom op (``TFLite_Detection_PostProcess``) on a real SSD.
+
+The model is SSD MobileNet v1 300 as TF1's Object Detection API exports it, rebuilt by the
+``ssd_mobilenet_v1_300_pp`` recipe and converted by the real TFLite converter (fixture group
+``detection``); LiteRT runs it. The op's cost rule reads the options the exporter wrote
+(a FlexBuffer) and follows the kernel, ``tensorflow/lite/kernels/detection_postprocess.cc``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infercast import analyze, estimate
+from infercast.frontends import load
+from infercast.ir.graph import Graph, Node
+
+MODEL = "ssd_mobilenet_v1_300_pp_int8pt.tflite"
+ANCHORS = 1917
+"""Boxes of SSD 300 on MobileNet v1: 19x19x3 + (10x10 + 5x5 + 3x3 + 2x2 + 1x1) x 6."""
+
+
+def _post(g: Graph) -> Node:
+    (node,) = [n for n in g.nodes if n.native_op == "custom:TFLite_Detection_PostProcess"]
+    return node
+
+
+def _with_options(src: Path, dst: Path, options: bytes) -> Path:
+    """A copy of ``src`` whose post-processing op carries ``options`` as its custom options."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    m = schema.ModelT.InitFromPackedBuf(src.read_bytes(), 0)
+    for op in m.subgraphs[0].operators:
+        if m.operatorCodes[op.opcodeIndex].customCode:
+            op.customOptions = list(options)
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    dst.write_bytes(bytes(b.Output()))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def ssd(detection_dir: Path) -> Path:
+    return detection_dir / MODEL
+
+
+def test_the_rebuilt_ssd_has_the_mobilenet_papers_size(ssd: Path) -> None:
+    """MobileNet paper (Howard et al. 2017), Table 13: SSD 300 with MobileNet, 1.2 billion
+    mult-adds and 6.8 M parameters; the post-processing is costed, not left out."""
+    a = analyze(ssd)
+    assert abs(a.totals.macs / 1.2e9 - 1) < 0.05
+    assert abs(a.totals.params / 6.8e6 - 1) < 0.01
+    assert a.totals.complete
+    (layer,) = [x for x in a.layers if x.op == "detection_postprocess"]
+    assert layer.macs == 0 and layer.flops and layer.flops > 0
+
+
+def test_the_options_are_the_exporters_and_the_runtime_agrees(ssd: Path) -> None:
+    from ai_edge_litert.interpreter import Interpreter
+
+    node = _post(load(ssd))
+    assert node.op == "detection_postprocess"
+    for key, value in {"max_detections": 10, "max_classes_per_detection": 1,
+                       "num_classes": 90, "use_regular_nms": False}.items():  # fmt: skip
+        assert node.attrs[key] == value
+    it = Interpreter(str(ssd))
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.zeros(d["shape"], dtype=d["dtype"]))
+    it.invoke()
+    shapes = sorted(tuple(int(x) for x in o["shape"]) for o in it.get_output_details())
+    assert shapes == [(1,), (1, 10), (1, 10), (1, 10, 4)]  # max_detections = 10
+
+
+def test_the_fast_nms_cost_follows_the_kernel(ssd: Path) -> None:
+    """Float box codes and scores (the converter dequantises them before the op), N = 1917
+    anchors, C = 90 classes, D = 10 detections, one class per anchor:
+    decode 20 N + per-anchor arg-max C N + threshold N + sort N ceil(log2 N) + D N IoUs of 15."""
+    g = load(ssd)
+    node = _post(g)
+    box = g.tensors[node.inputs[0]]
+    assert box.shape is not None and box.shape[-2] == ANCHORS
+    n, c, d = ANCHORS, 90, 10
+    want = 20 * n + c * n + n + n * 11 + d * n * 15
+    (layer,) = [x for x in analyze(ssd).layers if x.op == "detection_postprocess"]
+    assert layer.flops == want
+
+
+def test_regular_nms_pays_one_nms_per_class(ssd: Path, tmp_path: Path) -> None:
+    from flatbuffers import flexbuffers
+
+    opts = {"max_detections": 10, "max_classes_per_detection": 1, "detections_per_class": 100,
+            "num_classes": 90, "use_regular_nms": True, "nms_score_threshold": 1e-8,
+            "nms_iou_threshold": 0.6, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0,
+            "w_scale": 5.0}  # fmt: skip
+    path = _with_options(ssd, tmp_path / "regular.tflite", bytes(flexbuffers.Dumps(opts)))
+    n, c = ANCHORS, 90
+    want = 20 * n + c * (2 * n + n * 11 + 100 * n * 15)
+    (layer,) = [x for x in analyze(path).layers if x.op == "detection_postprocess"]
+    assert layer.flops == want
+    fast = estimate(ssd, "imx8mp-cpu")
+    regular = estimate(path, "imx8mp-cpu")
+    assert regular.latency_s > fast.latency_s + 0.1  # ~260 M FLOPs of NMS on one A53
+
+
+@pytest.mark.parametrize("options", [b"", b"\xff\x00\x13garbage\x01", bytes(range(40))])
+def test_unreadable_options_take_the_kernels_defaults_and_say_so(
+    ssd: Path, tmp_path: Path, options: bytes
+) -> None:
+    path = _with_options(ssd, tmp_path / "odd.tflite", options)
+    a = analyze(path)
+    (layer,) = [x for x in a.layers if x.op == "detection_postprocess"]
+    assert layer.flops and layer.flops > 0
+    assert "kernel defaults assumed" in layer.note
+
+
+@pytest.mark.parametrize("target", ["edgetpu-usb", "imx8mp-npu-vx", "ethos-u65-256"])
+def test_accelerators_leave_the_post_processing_to_the_cpu(ssd: Path, target: str) -> None:
+    f = estimate(ssd, target)
+    assert f.complete
+    (layer,) = [x for x in f.layers if x.op == "detection_postprocess"]
+    assert layer.placement == "cpu"
+    assert layer.latency_s > 0
+    on_cpu = [x for x in f.layers if x.placement == "cpu"]
+    # the network itself runs on the accelerator: only the op and the conversions it
+    # needs (DEQUANTIZE, the float sigmoid) fall back
+    assert {x.op for x in on_cpu} <= {"detection_postprocess", "dequantize", "sigmoid"}
