@@ -797,29 +797,29 @@ PUBLISHED_TEST_SET: tuple[tuple[str, str], ...] = (
 )
 
 
-def build_published(gdir: Path) -> dict[str, Any]:
-    """The small published-row models, by infercast's own recipes (a subprocess each)."""
+def build_recipes(gdir: Path, wanted: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """Models of infercast's own published-row recipes, (recipe, quant) each (a subprocess
+    per recipe)."""
     sys.path.insert(0, str(REPO_ROOT / "src"))
     from infercast.estimate.published.build import ensure as build_models
 
-    paths = build_models(PUBLISHED_TEST_SET, gdir)
+    paths = build_models(wanted, gdir)
     files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
              for (r, q), p in paths.items()}  # fmt: skip
     return {"files": files, "skipped": {}}
+
+
+def build_published(gdir: Path) -> dict[str, Any]:
+    """The small published-row models."""
+    return build_recipes(gdir, PUBLISHED_TEST_SET)
 
 
 DETECTION_SET: tuple[tuple[str, str], ...] = (("ssd_mobilenet_v1_300_pp", "int8pt"),)
 
 
 def build_detection(gdir: Path) -> dict[str, Any]:
-    """SSD with TFLite's detection post-processing, by infercast's recipe (a subprocess)."""
-    sys.path.insert(0, str(REPO_ROOT / "src"))
-    from infercast.estimate.published.build import ensure as build_models
-
-    paths = build_models(DETECTION_SET, gdir)
-    files = {p.name: {"recipe": r, "quant": q, **file_entry(p), **tflite_summary(p)}
-             for (r, q), p in paths.items()}  # fmt: skip
-    return {"files": files, "skipped": {}}
+    """SSD with TFLite's detection post-processing."""
+    return build_recipes(gdir, DETECTION_SET)
 
 
 def build_example(out: Path | None) -> Path:

@@ -499,20 +499,7 @@ def ssd_mobilenet_v2_postprocess(size: int = 300, classes: int = 90) -> Any:
     expansion output of layer 15 (576 channels) and the final 1x1 to 1280, the four extra
     layers, and :func:`_ssd_head_postprocess` (1917 boxes at 300 px, 2034 at 320)."""
     inp = _input((size, size, 3))
-    x = _conv_bn(inp, 32, 3, 2, act="relu6")
-    cin, layer, feats = 32, 2, []
-    for t, c, n, s in _MNV2_TABLE:
-        for i in range(n):
-            si = s if i == 0 else 1
-            if layer == 15:  # its expansion output is the first feature map
-                y = _conv_bn(x, cin * t, 1, act="relu6")
-                feats.append(y)
-                x = _conv_bn(_dw_bn(y, 3, si, act="relu6"), c, 1, act=None)
-            else:
-                x = _inverted_residual(x, cin, c, t, 3, si)
-            cin, layer = c, layer + 1
-    x = _conv_bn(x, 1280, 1, act="relu6")
-    feats.append(x)
+    x, feats = _mnv2_ssd_features(inp)
     _ssd_extra_layers(x, feats)
     return _ssd_head_postprocess(inp, feats, classes)
 
@@ -755,6 +742,27 @@ def facenet512(size: int = 160, dimension: int = 512) -> Any:
     return k.Model(inp, x)
 
 
+def _mnv2_ssd_features(inp: Any) -> tuple[Any, list[Any]]:
+    """MobileNetV2 1.0 (SAME padding, slim) as TF1's SSD feature extractors use it: returns
+    the final 1x1-to-1280 map and the two feature maps, the expansion output of layer 15
+    (19x19x576 at 300 px) and that 1280-channel map."""
+    x = _conv_bn(inp, 32, 3, 2, act="relu6")
+    cin, layer, feats = 32, 2, []
+    for t, c, n, s in _MNV2_TABLE:
+        for i in range(n):
+            si = s if i == 0 else 1
+            if layer == 15:  # its expansion output is the first feature map
+                y = _conv_bn(x, cin * t, 1, act="relu6")
+                feats.append(y)
+                x = _conv_bn(_dw_bn(y, 3, si, act="relu6"), c, 1, act=None)
+            else:
+                x = _inverted_residual(x, cin, c, t, 3, si)
+            cin, layer = c, layer + 1
+    x = _conv_bn(x, 1280, 1, act="relu6")
+    feats.append(x)
+    return x, feats
+
+
 def ssdlite_mnv2(size: int = 300, classes: int = 91) -> Any:
     """SSDLite MobileNetV2 as TF1's Object Detection API builds ``ssdlite_mobilenet_v2_coco``
     (tensorflow/models research/object_detection: ``models/ssd_mobilenet_v2_feature_extractor.py``,
@@ -778,20 +786,7 @@ def ssdlite_mnv2(size: int = 300, classes: int = 91) -> Any:
     k = _k()
     L = k.layers
     inp = _input((size, size, 3))
-    x = _conv_bn(inp, 32, 3, 2, act="relu6")
-    cin, layer, feats = 32, 2, []
-    for t, c, n, s in _MNV2_TABLE:
-        for i in range(n):
-            si = s if i == 0 else 1
-            if layer == 15:  # its expansion output is the first feature map
-                y = _conv_bn(x, cin * t, 1, act="relu6")
-                feats.append(y)
-                x = _conv_bn(_dw_bn(y, 3, si, act="relu6"), c, 1, act=None)
-            else:
-                x = _inverted_residual(x, cin, c, t, 3, si)
-            cin, layer = c, layer + 1
-    x = _conv_bn(x, 1280, 1, act="relu6")
-    feats.append(x)
+    x, feats = _mnv2_ssd_features(inp)
     for d in (512, 256, 256, 128):
         x = _conv_bn(x, d // 2, 1, act="relu6")
         x = _conv_bn(_dw_bn(x, 3, 2, act="relu6"), d, 1, act="relu6")
