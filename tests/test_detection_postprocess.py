@@ -106,6 +106,24 @@ def test_regular_nms_pays_one_nms_per_class(ssd: Path, tmp_path: Path) -> None:
     assert regular.latency_s > fast.latency_s + 0.1  # ~260 M FLOPs of NMS on one A53
 
 
+def test_options_are_read_key_by_key_past_values_it_does_not_need(
+    ssd: Path, tmp_path: Path
+) -> None:
+    """Only the wanted scalars are read: a large nested value beside them is never decoded,
+    a wanted key of the wrong type is left to the default, and a root that is not a map
+    gives no options (the kernel's defaults, said in the note)."""
+    from flatbuffers import flexbuffers
+
+    junk = [[i] * 64 for i in range(64)]
+    opts = {"max_detections": 7, "num_classes": 90, "use_regular_nms": "no", "junk": junk}
+    path = _with_options(ssd, tmp_path / "junk.tflite", bytes(flexbuffers.Dumps(opts)))
+    node = _post(load(path))
+    assert node.attrs["max_detections"] == 7 and node.attrs["num_classes"] == 90
+    assert "use_regular_nms" not in node.attrs and "junk" not in node.attrs
+    vec = _with_options(ssd, tmp_path / "vec.tflite", bytes(flexbuffers.Dumps([1, 2, 3])))
+    assert "max_detections" not in _post(load(vec)).attrs
+
+
 @pytest.mark.parametrize("options", [b"", b"\xff\x00\x13garbage\x01", bytes(range(40))])
 def test_unreadable_options_take_the_kernels_defaults_and_say_so(
     ssd: Path, tmp_path: Path, options: bytes

@@ -110,26 +110,34 @@ them: ``tensorflow/lite/kernels/detection_postprocess.cc``), with their types.""
 
 
 def _custom_options(op: Any, keys: Mapping[str, type]) -> dict[str, Any]:
-    """The ``keys`` of a custom op's FlexBuffer options that are present with the right type;
-    none when the options do not decode (the op's cost rule then says what it assumed)."""
+    """The ``keys`` of a custom op's FlexBuffer options that are present as scalars of the
+    right type; none when the options are not a map (the op's cost rule then says what it
+    assumed). Each key is looked up on its own (a binary search over the map's keys) and only
+    a scalar is read: the rest of the map is never decoded, so a hostile value (a vector whose
+    elements all point at one large vector, nested) costs nothing."""
     from flatbuffers import flexbuffers
 
-    try:
-        raw = op.CustomOptionsAsNumpy()
-        m = flexbuffers.Loads(bytes(raw.tobytes())) if op.CustomOptionsLength() else {}
-    except Exception:  # hostile or foreign bytes: no options, not a crash
+    if not op.CustomOptionsLength():
         return {}
-    if not isinstance(m, dict):
+    try:
+        root = flexbuffers.GetRoot(bytearray(op.CustomOptionsAsNumpy().tobytes()))
+        if not root.IsMap:
+            return {}
+        m = root.AsMap
+    except Exception:  # hostile or foreign bytes: no options, not a crash
         return {}
     out: dict[str, Any] = {}
     for k, kind in keys.items():
-        v = m.get(k)
-        if kind is bool and isinstance(v, (bool, int)):  # the converter writes 0 / 1
-            out[k] = bool(v)
-        elif kind is int and isinstance(v, int) and not isinstance(v, bool):
-            out[k] = v
-        elif kind is float and isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[k] = float(v)
+        try:
+            v = m[k]
+            if kind is bool and (v.IsBool or v.IsInt):  # the converter writes 0 / 1
+                out[k] = bool(v.AsInt if v.IsInt else v.AsBool)
+            elif kind is int and v.IsInt:
+                out[k] = int(v.AsInt)
+            elif kind is float and (v.IsFloat or v.IsInt):
+                out[k] = float(v.AsFloat if v.IsFloat else v.AsInt)
+        except Exception:  # missing key, or bytes that do not decode: leave it out
+            continue
     return out
 
 
