@@ -146,3 +146,22 @@ def test_accelerators_leave_the_post_processing_to_the_cpu(ssd: Path, target: st
     # the network itself runs on the accelerator: only the op and the conversions it
     # needs (DEQUANTIZE, the float sigmoid) fall back
     assert {x.op for x in on_cpu} <= {"detection_postprocess", "dequantize", "sigmoid"}
+
+
+def test_a_model_filling_a_per_model_cache_says_the_excess_may_stream(
+    ssd: Path, tmp_path: Path, published_dir: Path
+) -> None:
+    """The Edge TPU's parameter cache is sized by its compiler per model (``size_varies``):
+    SSD MobileNet v1's 6.8 M int8 parameters fill most of the stated 7.96 MiB, so the
+    forecast says the excess may stream; a target file stating the size a compiler reported
+    (``size_varies = false``) and a small model get no such note."""
+    note = "parameter_cache: this model's"
+    assert any(n.startswith(note) for n in estimate(ssd, "edgetpu-usb").notes)
+    own = tmp_path / "my-edgetpu.toml"
+    own.write_text(
+        'extends = "edgetpu-usb"\ndescription = "compiler log: 7.5 MiB cached"\n'
+        "[memories.parameter_cache]\nsize_bytes = 7864320\nsize_varies = false\n"
+    )
+    assert not any(n.startswith(note) for n in estimate(ssd, str(own)).notes)
+    small = published_dir / "mobilenet_v1_a025_128_int8pt.tflite"
+    assert not any(n.startswith(note) for n in estimate(small, "edgetpu-usb").notes)

@@ -886,9 +886,20 @@ def _calibration_note(target: Target, p: Params) -> str:
     )
 
 
+STREAM_CAUTION_FRACTION = 0.5
+"""A streaming memory the device sizes per model (``size_varies``) gets a note when the
+model fills more than this fraction of its stated size. The Edge TPU compiler's parameter
+cache is not a fixed size: used + remaining in published compile logs run from 7.96, 7.16
+and 7.04 MiB for 160-224 px classifiers down to 1.92, 1.73 and 1.1 MiB for others
+(google-coral/edgetpu #173, #518, #427, #572), and pycoral's SSD rows miss what ~2-4 MB
+streamed per inference would cost (``_edgetpu.toml``)."""
+
+
 def _fit_notes(report: PlacementReport) -> list[str]:
     """A note per memory the model does not fit and the device cannot stream from: the
-    forecast is then the time of a model that cannot load there as it is."""
+    forecast is then the time of a model that cannot load there as it is; and per streaming
+    memory sized per model (``size_varies``) that the model fills beyond
+    :data:`STREAM_CAUTION_FRACTION`."""
     mib = 1 << 20
     uncertain = report.target.uncertain
 
@@ -900,7 +911,11 @@ def _fit_notes(report: PlacementReport) -> list[str]:
             else ""
         )
 
-    return [
+    def varies(memory: str) -> bool:
+        m = report.target.memories.get(memory)
+        return m is not None and m.size_varies
+
+    blocking = [
         f"does not fit: {f.memory} needs {f.required_bytes / mib:.1f} MiB "
         f"({f.required_bytes} bytes), holds {f.capacity_bytes / mib:.1f} MiB"
         f"{assumed(f.memory)}; the model cannot load there as it is and this latency assumes "
@@ -908,6 +923,18 @@ def _fit_notes(report: PlacementReport) -> list[str]:
         for f in report.fit.values()
         if f.blocking
     ]
+    near = [
+        f"{f.memory}: this model's {f.required_bytes / mib:.1f} MiB fill "
+        f"{f.required_bytes / f.capacity_bytes:.0%} of its {f.capacity_bytes / mib:.1f} MiB, "
+        "a size the device's compiler sets per model; where it is smaller for this model, the "
+        "excess is streamed every inference, which this latency does not include (state the "
+        f"size your compiler reports as memories.{f.memory}.size_bytes, with size_varies = "
+        "false, in a target file that extends this one)"
+        for f in report.fit.values()
+        if f.fits and f.on_overflow == "stream" and varies(f.memory)
+        and f.required_bytes > f.capacity_bytes * STREAM_CAUTION_FRACTION
+    ]  # fmt: skip
+    return blocking + near
 
 
 def _per_channel_pass_notes(

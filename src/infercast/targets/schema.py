@@ -218,6 +218,11 @@ class Memory:
     holds: tuple[Holds, ...] = ()
     on_overflow: Literal["fail", "stream"] = "fail"
     """``fail``: the model does not fit; ``stream``: the excess is streamed from host memory."""
+    size_varies: bool = False
+    """The device (its compiler) sizes this memory per model, so ``size_bytes`` is only a
+    typical figure: a forecast of a model filling more than half of it says that the real
+    size may be smaller (the Edge TPU's parameter cache). A target file that states the size
+    a compiler reported for its model sets it false."""
     efficiency: Fraction = 1.0
     """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
     re-reads); 1 when absent."""
