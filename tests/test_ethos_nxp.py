@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ai_edge_litert import schema_py_generated as S
@@ -28,6 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_placement_craft import Craft
 
 U65, U55 = "ethos-u65-256", "ethos-u55-128"
+
+
+def _on_u65(path: Path, data: bytes) -> tuple[Any, Any, dict[str, Any]]:
+    """Write ``data`` to ``path`` and forecast it on the U65: (graph, forecast, each
+    kernel's work by the name of its first op's output)."""
+    path.write_bytes(data)
+    g = load(path)
+    fc = estimate(path, U65)
+    return g, fc, {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
 
 
 def resize_model() -> bytes:
@@ -93,10 +103,7 @@ def cpu_split_model() -> bytes:
 
 def test_partition_maps_go_through_the_arena(tmp_path: Path) -> None:
     model = tmp_path / "split.tflite"
-    model.write_bytes(cpu_split_model())
-    g = load(model)
-    fc = estimate(model, U65)
-    by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
+    _, _, by_op = _on_u65(model, cpu_split_model())
     assert by_op["p"].unit == "cpu"
     # the 16 x 16 x 16 map for the CPU pool goes to the DRAM arena, its input stays in the
     # SRAM cache; 3.7 writes a linear map in 16-byte bursts whatever its depth
@@ -187,10 +194,7 @@ def test_maps_between_npu_partitions_are_copied_out_and_in(tmp_path: Path) -> No
     from infercast.estimate.work import nxp_partitions
 
     model = tmp_path / "skip.tflite"
-    model.write_bytes(skip_model())
-    g = load(model)
-    fc = estimate(model, U65)
-    by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
+    g, fc, by_op = _on_u65(model, skip_model())
     assert by_op["p"].unit == "cpu"
     cpu = frozenset(k.anchor for k, w in fc.works if w.unit == "cpu")
     part = nxp_partitions(g, cpu)
@@ -242,15 +246,11 @@ def test_npu_partitions_follow_nxp_vela_pass_order(tmp_path: Path) -> None:
     from infercast.estimate.work import nxp_partitions
 
     for first, want in ((False, [0, 1, 0, 0]), (True, [0, 1, 1, 1])):
-        model = tmp_path / f"order{int(first)}.tflite"
-        model.write_bytes(order_model(first))
-        g = load(model)
-        fc = estimate(model, U65)
+        g, fc, by_op = _on_u65(tmp_path / f"order{first:d}.tflite", order_model(first))
         cpu = frozenset(k.anchor for k, w in fc.works if w.unit == "cpu")
         index = {n.outputs[0]: n.index for n in g.nodes}
         part = nxp_partitions(g, cpu)
         assert [part[index[t]] for t in ("h", "b", "c", "d")] == want
-        by_op = {g.nodes[k.anchor].outputs[0]: w for k, w in fc.works}
         assert (16 * 16 * 16 in by_op["c"].transfers) is first
 
 
