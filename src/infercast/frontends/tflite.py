@@ -109,6 +109,23 @@ _CUSTOM_OPTIONS: dict[str, dict[str, type]] = {
 them: ``tensorflow/lite/kernels/detection_postprocess.cc``), with their types."""
 
 
+EDGETPU_OP = "custom:edgetpu-custom-op"
+"""The op edgetpu_compiler puts in place of the layers it maps to the Edge TPU."""
+
+
+def _edgetpu_package(op: Any) -> str:
+    """What the compiler decided for this op (infercast.frontends.edgetpu_package), as a line
+    with units, or why the package could not be read."""
+    from infercast.frontends.edgetpu_package import PackageError, read_package
+
+    if not op.CustomOptionsLength():
+        return "no compiled package in its options"
+    try:
+        return read_package(op.CustomOptionsAsNumpy().tobytes()).describe()
+    except PackageError as e:
+        return f"its compiled package could not be read ({e})"
+
+
 def _custom_options(op: Any, keys: Mapping[str, type]) -> dict[str, Any]:
     """The ``keys`` of a custom op's FlexBuffer options that are present as scalars of the
     right type; none when the options are not a map (the op's cost rule then says what it
@@ -553,6 +570,8 @@ class _Reading:
             attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
             if canonical in _CUSTOM_OPTIONS:
                 attrs.update(_custom_options(op, _CUSTOM_OPTIONS[canonical]))
+            if native == EDGETPU_OP:
+                attrs["edgetpu_package"] = _edgetpu_package(op)
         attrs = _canonical_attrs(native, attrs)
         if canonical in ("lstm", "rnn"):
             attrs["weight_inputs"] = tuple(
@@ -619,7 +638,15 @@ def _subgraph(reading: _Reading, si: int) -> Graph:
             raise ModelFileError(f"{path}: subgraph {name} lists tensor -1 as an {kind}")
     inputs = tuple(tname(int(i)) for i in io["input"])
     outputs = tuple(tname(int(i)) for i in io["output"])
-    notes = []
+    notes = [
+        f"{n.name} ({EDGETPU_OP}): {n.attrs['edgetpu_package']}; the layers it replaced are "
+        "inside the compiled package and are not counted: analyse the model as it was before "
+        "edgetpu_compiler and estimate it with -t edgetpu-usb / edgetpu-pcie (a target file "
+        "that extends one and states memories.parameter_cache.size_bytes = the cached bytes "
+        "above, with size_varies = false, forecasts with the compiler's caching)"
+        for n in nodes
+        if "edgetpu_package" in n.attrs
+    ]
     var_ops = [n for n in nodes if n.op in ("var_handle", "read_variable", "assign_variable")]
     if var_ops:
         notes.append(
