@@ -17,6 +17,7 @@ import pytest
 
 import infercast
 from infercast.frontends.edgetpu_package import PackageError, read_package
+from infercast.frontends.tflite import EDGETPU_OP
 
 DATA = Path(__file__).parent / "data" / "edgetpu"
 SPLIT = DATA / "split_concat_edgetpu.tflite"
@@ -138,3 +139,99 @@ def test_an_aliased_list_is_bounded_before_it_is_walked() -> None:
     p.Finish(p.EndObject(), file_identifier=b"DWN1")
     with pytest.raises(PackageError, match="at most 64"):
         read_package(b"1\x004\x00\x00\xe0" + bytes(p.Output()))
+
+
+LSTM_SOURCE = DATA / "keras_lstm_mnist_ptq.tflite"
+
+
+def test_placement_leaves_on_the_cpu_what_the_compiler_left() -> None:
+    """The compiled file keeps as TFLite ops exactly what edgetpu_compiler left on the CPU:
+    for this full-integer LSTM (int16 gates and state) nothing."""
+    left = [n.native_op for n in infercast.load(LSTM).nodes if n.native_op != EDGETPU_OP]
+    report = infercast.check(LSTM_SOURCE, "edgetpu-usb")
+    assert left == [] and report.all_on_accelerator
+
+
+def test_compiled_split_makes_the_forecast_stream_the_compilers_bytes() -> None:
+    plain = infercast.estimate(LSTM_SOURCE, "edgetpu-usb")
+    taken = infercast.estimate(LSTM_SOURCE, "edgetpu-usb", edgetpu_compiled=LSTM)
+    assert sum(w.streamed_bytes for _k, w in plain.works) == 0
+    assert sum(w.streamed_bytes for _k, w in taken.works) == 576  # the compiler's figure
+    cache = taken.target.memories["parameter_cache"]
+    assert not cache.size_varies
+    assert any("streams 576 B every inference" in n for n in taken.notes)
+    assert taken.latency_s > plain.latency_s
+
+
+def test_compiled_option_errors_say_what_to_pass(tmp_path: Path) -> None:
+    from infercast.errors import InfercastError
+
+    with pytest.raises(InfercastError, match="no custom:edgetpu-custom-op"):
+        infercast.estimate(LSTM_SOURCE, "edgetpu-usb", edgetpu_compiled=LSTM_SOURCE)
+    with pytest.raises(InfercastError, match="has no parameter cache"):
+        infercast.estimate(LSTM_SOURCE, "imx8mp-npu-vx", edgetpu_compiled=LSTM)
+    r = subprocess.run(
+        [sys.executable, "-m", "infercast", "estimate", str(LSTM_SOURCE), "-t", "edgetpu-usb",
+         "--edgetpu-compiled", str(LSTM_SOURCE)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode not in (0, 1) and "Traceback" not in r.stderr
+    assert "_edgetpu.tflite" in r.stderr
+
+
+def test_one_segment_follows_dependencies_not_operator_order(tmp_path: Path) -> None:
+    """edgetpu_compiler's one Edge TPU subgraph holds every mappable op not fed by an op it
+    left on the CPU after Edge TPU ops (Coral's compiled MoveNet keeps its heads, which come
+    after the CPU decode in operator order, on the Edge TPU). A real converter model: a conv
+    trunk, an ARG_MAX branch (not mappable) first, then an independent conv branch, and a
+    conv fed by the ARG_MAX's output."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    w = {k: tf.constant(rng.standard_normal(s).astype(np.float32)) for k, s in
+         (("trunk", (3, 3, 8, 8)), ("fed", (1, 1, 1, 4)), ("free", (1, 1, 8, 4)))}  # fmt: skip
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 16, 16, 8), tf.float32)])
+    def branches(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        trunk = tf.nn.relu(tf.nn.conv2d(x, w["trunk"], 1, "SAME"))
+        am = tf.cast(tf.argmax(trunk, axis=-1), tf.float32)[..., None]
+        fed = tf.nn.conv2d(am, w["fed"], 1, "SAME")
+        free = tf.nn.conv2d(trunk, w["free"], 1, "SAME")
+        return fed, free
+
+    conv = tf.lite.TFLiteConverter.from_concrete_functions(
+        [branches.get_concrete_function()], branches
+    )
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = lambda: (
+        [rng.standard_normal((1, 16, 16, 8)).astype(np.float32)] for _ in range(8)
+    )
+    path = tmp_path / "branches.tflite"
+    path.write_bytes(conv.convert())
+    g = infercast.load(path)
+    order = [n.native_op for n in g.nodes]
+    report = infercast.check(path, "edgetpu-usb")
+    by = {ly.index: ly for ly in report.layers}
+    argmax = order.index("ARG_MAX")
+    convs = [i for i, op in enumerate(order) if op == "CONV_2D"]
+    after = [i for i in convs if i > argmax]
+    assert after, order  # some conv comes after the ARG_MAX in operator order
+    producer = {o: i for i, n in enumerate(g.nodes) for o in n.outputs}
+
+    def fed_by_argmax(i: int) -> bool:
+        seen, todo = set(), [i]
+        while todo:
+            j = todo.pop()
+            if j == argmax:
+                return True
+            for t in g.nodes[j].inputs:
+                if t in producer and producer[t] not in seen:
+                    seen.add(producer[t])
+                    todo.append(producer[t])
+        return False
+
+    for i in after:
+        want = "cpu" if fed_by_argmax(i) else "accelerator"
+        assert by[i].placement == want, (order, i)
+    assert {fed_by_argmax(i) for i in after} == {True, False} or len(after) == 1

@@ -239,6 +239,12 @@ CASES: dict[str, tuple[dict[str, Any], tuple[str, int | str], tuple[str, int | s
         (MIX, "resize_x3"),
         "3x upscale",
     ),
+    "resize_factor_max": (
+        {"factor": 2.5},
+        (MIX, "resize_x2"),
+        (MIX, "resize_x3"),
+        "3x upscale beyond 2.5x",
+    ),
     "crops_zero": (
         {},
         ("craft:batch_to_space", "b2s_whole"),

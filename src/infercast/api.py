@@ -217,16 +217,25 @@ def estimate(
     params: Params | None = None,
     threads: int | None = None,
     clock_hz: float | None = None,
+    edgetpu_compiled: str | Path | None = None,
 ) -> EstimateResult:
     """Per-layer latency forecast on ``target``, with what bounds each layer.
 
     ``analysis``, ``placement`` and ``memory`` are the earlier stages' results when
     the caller has them; ``fuse=False`` costs every op as its own kernel;
     ``params`` overrides the target's numbers; ``threads``: the CPU runtime's thread
-    count (default 1); ``clock_hz``: the main unit's clock when not the file's.
+    count (default 1); ``clock_hz``: the main unit's clock when not the file's;
+    ``edgetpu_compiled``: the model as edgetpu_compiler compiled it, whose parameter
+    split (cached on chip / streamed every inference) replaces the target's stated cache.
     """
     graph = _graph(model, input_shapes)
     tgt = _target(target) if placement is None else placement.target
+    extra_notes: tuple[str, ...] = ()
+    if edgetpu_compiled is not None:
+        from infercast.estimate.compiled import with_compiled_cache
+
+        tgt, extra_notes = with_compiled_cache(graph, tgt, edgetpu_compiled, memory)
+        placement = None
     with paused_gc():  # acyclic per-layer records (see html_report)
         if placement is None:
             placement = place(graph, tgt, memory=memory)
@@ -236,6 +245,8 @@ def estimate(
             graph, tgt, placement=placement, analysis=analysis, fuse=fuse, params=params,
             threads=threads, clock_hz=clock_hz,
         )  # fmt: skip
+    if extra_notes:
+        fc = dataclasses.replace(fc, notes=(*fc.notes, *extra_notes))
     return _upgrade(EstimateResult, fc, analysis=analysis)
 
 

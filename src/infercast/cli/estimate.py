@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,6 +24,14 @@ from infercast.cli.common import (
     table_options,
 )
 
+CompiledOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--edgetpu-compiled",
+        help="The model as edgetpu_compiler compiled it (*_edgetpu.tflite): its parameter "
+        "split (cached on chip, streamed every inference) replaces the target's stated cache.",
+    ),
+]
 NoFuseOpt = Annotated[
     bool, typer.Option("--no-fuse", help="Cost every op as its own kernel (no conv+act fusion).")
 ]
@@ -40,6 +49,7 @@ def estimate(
     top: TopNOpt = None,
     by: ByOpt = None,
     threads: CpuThreadsOpt = None,
+    edgetpu_compiled: CompiledOpt = None,
 ) -> None:
     """Forecast the latency of MODEL on TARGET, per layer, with what bounds each layer.
 
@@ -55,7 +65,9 @@ def estimate(
 
     opts = table_options(columns, sort, top)
     graph, tgt, out = load_on_target(model, input_shape, target, output)
-    fc = api.estimate(graph, tgt, fuse=not no_fuse, threads=threads)
+    fc = api.estimate(
+        graph, tgt, fuse=not no_fuse, threads=threads, edgetpu_compiled=edgetpu_compiled
+    )
     out.result(
         fmt,
         fc.to_dict,

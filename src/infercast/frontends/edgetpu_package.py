@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 HEADER_SEARCH_BYTES = 64
 """The ``Package`` flatbuffer follows a short header (6 or 8 bytes in the compiled models of
@@ -252,4 +253,29 @@ def read_package(options: bytes) -> EdgeTpuPackage:
     return EdgeTpuPackage(
         compiler_version=b.string(pkg, _PKG_COMPILER_VERSION),
         executables=tuple(_executable(x, i) for i, x in enumerate(blobs)),
+    )
+
+
+def compiled_split(path: str | Path) -> tuple[int, int]:
+    """(parameter bytes cached on chip, parameter bytes streamed every inference) summed over
+    every ``edgetpu-custom-op`` of a compiled ``.tflite``. Raises
+    :class:`~infercast.errors.InfercastError`, saying what to pass, when the file holds none
+    or a package does not read."""
+    import infercast
+    from infercast.errors import InfercastError
+    from infercast.frontends.tflite import EDGETPU_OP
+
+    graph = infercast.load(path)
+    ops = [n for n in graph.nodes if n.native_op == EDGETPU_OP]
+    if not ops:
+        raise InfercastError(
+            f"{path}: no {EDGETPU_OP} in this model: pass the file edgetpu_compiler wrote "
+            "(its name ends in _edgetpu.tflite)"
+        )
+    bad = [n for n in ops if "edgetpu_cached_parameter_bytes" not in n.attrs]
+    if bad:
+        raise InfercastError(f"{path}: {bad[0].name}: {bad[0].attrs.get('edgetpu_package')}")
+    return (
+        sum(int(n.attrs["edgetpu_cached_parameter_bytes"]) for n in ops),
+        sum(int(n.attrs["edgetpu_streamed_parameter_bytes"]) for n in ops),
     )

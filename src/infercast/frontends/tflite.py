@@ -113,17 +113,22 @@ EDGETPU_OP = "custom:edgetpu-custom-op"
 """The op edgetpu_compiler puts in place of the layers it maps to the Edge TPU."""
 
 
-def _edgetpu_package(op: Any) -> str:
-    """What the compiler decided for this op (infercast.frontends.edgetpu_package), as a line
-    with units, or why the package could not be read."""
+def _edgetpu_package(op: Any) -> dict[str, Any]:
+    """What the compiler decided for this op (infercast.frontends.edgetpu_package): a line
+    with units (or why the package could not be read) and the parameter split in bytes."""
     from infercast.frontends.edgetpu_package import PackageError, read_package
 
     if not op.CustomOptionsLength():
-        return "no compiled package in its options"
+        return {"edgetpu_package": "no compiled package in its options"}
     try:
-        return read_package(op.CustomOptionsAsNumpy().tobytes()).describe()
+        pkg = read_package(op.CustomOptionsAsNumpy().tobytes())
     except PackageError as e:
-        return f"its compiled package could not be read ({e})"
+        return {"edgetpu_package": f"its compiled package could not be read ({e})"}
+    return {
+        "edgetpu_package": pkg.describe(),
+        "edgetpu_cached_parameter_bytes": pkg.cached_parameter_bytes,
+        "edgetpu_streamed_parameter_bytes": pkg.streamed_parameter_bytes,
+    }
 
 
 def _custom_options(op: Any, keys: Mapping[str, type]) -> dict[str, Any]:
@@ -571,7 +576,7 @@ class _Reading:
             if canonical in _CUSTOM_OPTIONS:
                 attrs.update(_custom_options(op, _CUSTOM_OPTIONS[canonical]))
             if native == EDGETPU_OP:
-                attrs["edgetpu_package"] = _edgetpu_package(op)
+                attrs.update(_edgetpu_package(op))
         attrs = _canonical_attrs(native, attrs)
         if canonical in ("lstm", "rnn"):
             attrs["weight_inputs"] = tuple(

@@ -1002,6 +1002,23 @@ def resize_scale_in(view: NodeView, *, factors: list[int]) -> Outcome:
     return False, f"{_hw_str(hw_in)} -> {_hw_str(hw_out)}"
 
 
+@constraint
+def resize_factor_max(view: NodeView, *, factor: float) -> Outcome:
+    """Resize must scale height and width by at most {factor}x"""
+    hw_in, hw_out = view.hw(view.data), view.hw(view.output)
+    if hw_in is None or hw_out is None:
+        return PASS
+    if view.attr("align_corners"):
+        num = (hw_out[0] - 1, hw_out[1] - 1)
+        den = (max(hw_in[0] - 1, 1), max(hw_in[1] - 1, 1))
+    else:
+        num, den = hw_out, hw_in
+    worst = max(num[0] / den[0], num[1] / den[1])
+    if worst <= factor:
+        return PASS
+    return False, f"{_hw_str(hw_in)} -> {_hw_str(hw_out)} ({worst:.3g}x)"
+
+
 # --------------------------------------------------------------------------- #
 # Rewrites and advisories
 # --------------------------------------------------------------------------- #
@@ -1088,8 +1105,8 @@ def crops_zero(view: NodeView) -> Outcome:
 NOT_LISTED = "The {accelerator} does not run this operator (not in its supported list)"
 FOLDED = "Constant computation, done once when the model is loaded (not part of inference)"
 SINGLE_SEGMENT = (
-    "Only one {accelerator} segment: every op after the first one that cannot run on the "
-    "{accelerator} runs on the {fallback}, even if supported (edgetpu_compiler default; "
-    "compile with -a / --num_segments for more)"
+    "Only one {accelerator} segment: an op fed (directly or through others) by an op that "
+    "runs on the {fallback} after {accelerator} ops runs on the {fallback}, even if supported "
+    "(edgetpu_compiler default; compile with -a / --num_segments for more)"
 )
 NO_ACCELERATOR = "The target has no accelerator; every op runs on the {fallback}"

@@ -317,21 +317,25 @@ def _place_node(graph: Graph, node: Node, target: Target, *, placed: bool = True
     return make("partial" if blocking else "accelerator", unit, blocking, notes)
 
 
-def _single_segment(layers: list[LayerPlacement], target: Target) -> list[LayerPlacement]:
-    """Edge TPU compiler default: accelerator work stops at the first op it cannot map."""
-    started = cut = False
+def _single_segment(
+    graph: Graph, layers: list[LayerPlacement], target: Target
+) -> list[LayerPlacement]:
+    """Edge TPU compiler default, one Edge TPU subgraph: an op that depends on a CPU op which
+    itself depends on an Edge TPU op cannot go back to the Edge TPU. Ops that do not depend
+    on such a CPU op stay: MoveNet's heads, after its CPU decode in operator order but not fed
+    by it, are in the one Edge TPU op of Coral's compiled file (google-coral/test_data
+    movenet_single_pose_lightning_ptq_edgetpu.tflite; bench/bench_edgetpu_placement.py)."""
+    producer = {o: i for i, n in enumerate(graph.nodes) for o in n.outputs if o}
+    after_accel = [False] * len(layers)  # fed, directly or not, by an accelerator op
+    behind_cpu = [False] * len(layers)  # fed by a CPU op that came after accelerator ops
     out = []
     text = C.SINGLE_SEGMENT.format_map(_context(target))
-    for ly in layers:
-        if ly.folded:
-            out.append(ly)
-            continue
-        if not started and ly.placement != "cpu":
-            started = True
-        elif started and not cut and ly.placement == "cpu":
-            cut = True
-        elif cut and ly.placement != "cpu":
-            r = Reason("single_segment", "cpu", text, "after an earlier op that falls back")
+    for i, (ly, node) in enumerate(zip(layers, graph.nodes, strict=True)):
+        preds = [producer[t] for t in node.inputs if t in producer and producer[t] < i]
+        fed_accel = any(after_accel[p] for p in preds)
+        fed_cpu = any(behind_cpu[p] for p in preds)
+        if not ly.folded and fed_cpu and ly.placement != "cpu":
+            r = Reason("single_segment", "cpu", text, "fed by an op that falls back")
             ly = LayerPlacement(
                 ly.index,
                 ly.name,
@@ -344,6 +348,9 @@ def _single_segment(layers: list[LayerPlacement], target: Target) -> list[LayerP
                 ly.input_bytes,
                 ly.output_bytes,
             )
+        on_acc = ly.placement != "cpu"
+        after_accel[i] = fed_accel or (on_acc and not ly.folded)
+        behind_cpu[i] = fed_cpu or (not on_acc and not ly.folded and fed_accel)
         out.append(ly)
     return out
 
@@ -508,7 +515,7 @@ def place(graph: Graph, target: Target, *, memory: MemoryAnalysis | None = None)
     else:
         layers = [_place_node(dev, node, tgt) for node in dev.nodes]
     if tgt.placement.segments == "single" and tgt.placement.accelerator:
-        layers = _single_segment(layers, tgt)
+        layers = _single_segment(dev, layers, tgt)
     if graph.subgraphs:
         notes.append(
             f"{len(graph.subgraphs)} subgraph(s) (loop / branch bodies) run with the op that calls "
