@@ -991,15 +991,23 @@ def resize_scale_in(view: NodeView, *, factors: list[int]) -> Outcome:
         return PASS
     if hw_in == hw_out or hw_in == (1, 1):
         return PASS
+    fh, fw = _resize_factors(view, hw_in, hw_out)
+    if fh == fw and fh.is_integer() and int(fh) in factors:
+        return PASS
+    return False, f"{_hw_str(hw_in)} -> {_hw_str(hw_out)}"
+
+
+def _resize_factors(
+    view: NodeView, hw_in: tuple[int, int], hw_out: tuple[int, int]
+) -> tuple[float, float]:
+    """(height, width) scale of a resize; with ``align_corners`` the corner pixels map onto
+    each other, so the factor is (out - 1) / (in - 1)."""
     if view.attr("align_corners"):
         num = (hw_out[0] - 1, hw_out[1] - 1)
         den = (max(hw_in[0] - 1, 1), max(hw_in[1] - 1, 1))
     else:
         num, den = hw_out, hw_in
-    fh, fw = num[0] / den[0], num[1] / den[1]
-    if fh == fw and fh.is_integer() and int(fh) in factors:
-        return PASS
-    return False, f"{_hw_str(hw_in)} -> {_hw_str(hw_out)}"
+    return num[0] / den[0], num[1] / den[1]
 
 
 @constraint
@@ -1008,12 +1016,7 @@ def resize_factor_max(view: NodeView, *, factor: float) -> Outcome:
     hw_in, hw_out = view.hw(view.data), view.hw(view.output)
     if hw_in is None or hw_out is None:
         return PASS
-    if view.attr("align_corners"):
-        num = (hw_out[0] - 1, hw_out[1] - 1)
-        den = (max(hw_in[0] - 1, 1), max(hw_in[1] - 1, 1))
-    else:
-        num, den = hw_out, hw_in
-    worst = max(num[0] / den[0], num[1] / den[1])
+    worst = max(_resize_factors(view, hw_in, hw_out))
     if worst <= factor:
         return PASS
     return False, f"{_hw_str(hw_in)} -> {_hw_str(hw_out)} ({worst:.3g}x)"
