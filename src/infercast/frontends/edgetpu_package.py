@@ -261,11 +261,11 @@ def compiled_split(path: str | Path) -> tuple[int, int]:
     every ``edgetpu-custom-op`` of a compiled ``.tflite``. Raises
     :class:`~infercast.errors.InfercastError`, saying what to pass, when the file holds none
     or a package does not read."""
-    import infercast
     from infercast.errors import InfercastError
+    from infercast.frontends import load
     from infercast.frontends.tflite import EDGETPU_OP
 
-    graph = infercast.load(path)
+    graph = load(path)
     ops = [n for n in graph.nodes if n.native_op == EDGETPU_OP]
     if not ops:
         raise InfercastError(
