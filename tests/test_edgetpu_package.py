@@ -235,3 +235,17 @@ def test_one_segment_follows_dependencies_not_operator_order(tmp_path: Path) -> 
         want = "cpu" if fed_by_argmax(i) else "accelerator"
         assert by[i].placement == want, (order, i)
     assert {fed_by_argmax(i) for i in after} == {True, False} or len(after) == 1
+
+
+def test_a_compiled_model_on_an_edge_tpu_target_keeps_the_compilers_placement() -> None:
+    """In a compiled file the compiler has placed everything: its op on the Edge TPU (not
+    'CUSTOM: not supported'), the rest where it left them; the op's time stays unknown."""
+    report = infercast.check(LSTM, "edgetpu-usb")
+    ((only,),) = [report.layers]
+    assert (only.native_op, only.placement, only.unit) == (EDGETPU_OP, "accelerator", "tpu")
+    assert any("already compiled for the Edge TPU" in n for n in report.notes)
+    fc = infercast.estimate(LSTM, "edgetpu-usb")
+    assert fc.unknown_layers == 1 and not fc.complete
+    assert any("already compiled for the Edge TPU" in n for n in fc.notes)
+    other = infercast.check(LSTM, "imx8mp-npu-vx")  # another accelerator: not its op
+    assert [ly.placement for ly in other.layers] == ["cpu"]

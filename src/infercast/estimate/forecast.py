@@ -82,7 +82,13 @@ from infercast.estimate.work import (
 )
 from infercast.ir.graph import Graph, Node
 from infercast.ir.labels import BOUNDS, Bound, Placement
-from infercast.targets.placement import PlacementReport, device_graph, place
+from infercast.targets.placement import (
+    PlacementReport,
+    compiled_note,
+    device_graph,
+    is_compiled_for,
+    place,
+)
 from infercast.targets.schema import Calibration, Target
 
 __all__ = [
@@ -809,6 +815,8 @@ def estimate(
         raise ValueError("estimate(): the analysis is of another graph")
     n = cpu_threads(target, threads if params is None or threads is not None else params.threads)
     works, notes = build_works(device_graph(graph, target), analysis, placement, target, fuse)
+    if is_compiled_for(placement):
+        notes = [compiled_note(target), *notes]
     p = dataclasses.replace(params or Params.of(target), threads=n)
     if clock_hz is not None:
         p = with_clock(target, p, clock_hz)

@@ -1113,3 +1113,10 @@ SINGLE_SEGMENT = (
     "(edgetpu_compiler default; compile with -a / --num_segments for more)"
 )
 NO_ACCELERATOR = "The target has no accelerator; every op runs on the {fallback}"
+COMPILED_MODEL = (
+    "This model was already compiled for the {accelerator}: its {op} op runs there and every "
+    "other op on the {fallback}, where the compiler left it; the compiled op's layers are not "
+    "visible, so its time is unknown: check and estimate the model as it was before "
+    "compilation (estimate --edgetpu-compiled takes this file's parameter split)"
+)
+LEFT_BY_COMPILER = "Left on the {fallback} by the {accelerator}'s compiler (a compiled model)"

@@ -317,6 +317,34 @@ def _place_node(graph: Graph, node: Node, target: Target, *, placed: bool = True
     return make("partial" if blocking else "accelerator", unit, blocking, notes)
 
 
+def _compiled(graph: Graph, target: Target) -> bool:
+    """The model was already compiled for this accelerator (it holds the toolchain's op)."""
+    op = target.placement.compiled_op
+    return bool(op) and any(n.native_op == op for n in graph.nodes)
+
+
+def compiled_note(target: Target) -> str:
+    """What a check or forecast of a model compiled for ``target``'s accelerator says."""
+    return C.COMPILED_MODEL.format(**_context(target), op=target.placement.compiled_op)
+
+
+def is_compiled_for(report: PlacementReport) -> bool:
+    """The placed model was already compiled for the report's accelerator."""
+    return _compiled(report.graph, report.target)
+
+
+def _place_compiled(graph: Graph, node: Node, target: Target) -> LayerPlacement:
+    """In a compiled model the toolchain has placed every op: its own op on the
+    accelerator, the rest on the fallback, where it left them."""
+    accel = target.placement.accelerator
+    mine = node.native_op == target.placement.compiled_op and accel is not None
+    ly = _place_node(graph, node, target, placed=False)
+    if not mine:
+        text = C.LEFT_BY_COMPILER.format_map(_context(target))
+        return dataclasses.replace(ly, reasons=(Reason("compiled", "cpu", text, ""),))
+    return dataclasses.replace(ly, placement="accelerator", unit=accel or ly.unit, reasons=())
+
+
 def _single_segment(
     graph: Graph, layers: list[LayerPlacement], target: Target
 ) -> list[LayerPlacement]:
@@ -512,9 +540,12 @@ def place(graph: Graph, target: Target, *, memory: MemoryAnalysis | None = None)
             )
         )  # fmt: skip
         layers = [_place_node(dev, node, tgt, placed=False) for node in dev.nodes]
+    elif _compiled(dev, tgt):
+        notes.append(compiled_note(tgt))
+        layers = [_place_compiled(dev, node, tgt) for node in dev.nodes]
     else:
         layers = [_place_node(dev, node, tgt) for node in dev.nodes]
-    if tgt.placement.segments == "single" and tgt.placement.accelerator:
+    if tgt.placement.segments == "single" and tgt.placement.accelerator and not _compiled(dev, tgt):
         layers = _single_segment(dev, layers, tgt)
     if graph.subgraphs:
         notes.append(

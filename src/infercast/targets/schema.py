@@ -292,6 +292,11 @@ class Placement:
     """The accelerator's compiler folds a residual ``add`` of two feature maps into the conv
     before it (one kernel); False: it runs the add as its own operation (Arm Vela on
     Ethos-U: an elementwise NPU operation with its own cycles in ``--verbose-performance``)."""
+    compiled_op: str = ""
+    """The op a model already compiled for this accelerator carries in place of the layers
+    the toolchain mapped (the Edge TPU: ``custom:edgetpu-custom-op``). In such a model that
+    op runs on the accelerator and every other op where the toolchain left it, the fallback;
+    empty: none."""
     gated_activation: Literal["by_format", "fused"] = "by_format"
     """How the runtime runs a gated activation ``x * sigmoid(x)`` (swish / SiLU).
     ``by_format``: one kernel in an ONNX graph (ONNX Runtime's QuickGelu fusion), two in a
