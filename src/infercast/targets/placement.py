@@ -545,8 +545,8 @@ def place(graph: Graph, target: Target, *, memory: MemoryAnalysis | None = None)
         layers = [_place_compiled(dev, node, tgt) for node in dev.nodes]
     else:
         layers = [_place_node(dev, node, tgt) for node in dev.nodes]
-    if tgt.placement.segments == "single" and tgt.placement.accelerator and not _compiled(dev, tgt):
-        layers = _single_segment(dev, layers, tgt)
+        if tgt.placement.segments == "single" and tgt.placement.accelerator:
+            layers = _single_segment(dev, layers, tgt)
     if graph.subgraphs:
         notes.append(
             f"{len(graph.subgraphs)} subgraph(s) (loop / branch bodies) run with the op that calls "
