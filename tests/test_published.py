@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import run_keras_script
 from infercast import estimate
 from infercast.cli import main
 from infercast.estimate.calibrate import (
@@ -94,6 +95,60 @@ def test_published_rows_name_real_recipes_and_targets() -> None:
         assert set(cal.rows) <= set(by_id), name
         # A row whose figure contradicts the model built for it is never fitted on.
         assert not any(by_id[r].excluded for r in cal.rows), name
+
+
+POSENET = """
+import sys
+import keras
+from infercast.estimate.published.recipes import RECIPES, SEED, convert
+r = RECIPES["posenet_mnv1_075_353_481"]
+keras.utils.set_random_seed(SEED)
+open(sys.argv[1], "wb").write(convert(r.build(**r.kwargs), "uint8"))
+"""
+
+
+def test_posenet_rebuild_is_the_network_coral_ships(tmp_path: Path) -> None:
+    """The PoseNet rows' rebuild is the network of Coral's own file
+    (google-coral/project-posenet ``models/mobilenet/components/
+    posenet_mobilenet_v1_075_353_481_quant.tflite``, read with ``infercast analyze``): 32 ops,
+    1,246,214,352 MACs, 1,258,195 parameters in 1,279,708 bytes, and the three outputs the
+    compiled ``*_decoder_edgetpu.tflite`` returns (its package's output layers: 23x31 by 17
+    heatmaps, 34 short offsets, 64 mid-range offsets)."""
+    from infercast import analyze
+
+    path = tmp_path / "posenet.tflite"
+    run_keras_script(POSENET, str(path))
+    a = analyze(path)
+    assert a.totals.layers == 32
+    assert a.totals.macs == 1_246_214_352
+    assert a.totals.params == 1_258_195 and a.totals.weight_bytes == 1_279_708
+    g = a.graph
+    outs = sorted(tuple(g.tensors[o].shape) for o in g.outputs)
+    assert outs == [(1, 23, 31, 17), (1, 23, 31, 34), (1, 23, 31, 64)]
+
+
+def test_edge_tpu_usb_reads_outputs_back_slower_than_it_sends_inputs(
+    published_dir: Path,
+) -> None:
+    """libedgetpu reads a USB Edge TPU's outputs as 1 KiB bulk-in transfers and sends its
+    inputs in up to 1 MiB bulk-out ones (usb_driver.h): edgetpu-usb states a readback rate
+    below its link rate, fitted on rows whose outputs are large, and charges it to every
+    output; the PCIe card, whose outputs are DMA'd, has none."""
+    usb = load_target("edgetpu-usb")
+    assert 0 < usb.crossing.readback_bytes_per_s < usb.crossing.bytes_per_s  # the prior
+    assert "crossing.readback_bytes_per_s" in usb.calibration.parameters
+    p = Params.of(usb)  # the fitted values
+    assert 0 < p.readback_rate < p.crossing_bytes_per_s
+    fitted_on = {r.row_id: r for r in load_rows() if r.row_id in usb.calibration.rows}
+    assert any(r.recipe.startswith("posenet") for r in fitted_on.values())
+    assert load_target("edgetpu-pcie").crossing.readback_bytes_per_s == 0
+    model = _models(published_dir)["mobilenet_v1_a025_128_int8"]
+    g = load(model)
+    assert g.tensors[g.outputs[0]].shape == (1, 1000)
+    fc = estimate(model, usb)
+    out = fc.layers[-1]  # keras' 1000 int8 class scores leave the Edge TPU
+    assert out.placement == "accelerator"
+    assert out.transfer_s == pytest.approx(p.crossing_fixed_s + 1000 / p.readback_rate)
 
 
 def test_excluded_rows_are_forecast_and_counted_in_no_figure(tmp_path: Path) -> None:

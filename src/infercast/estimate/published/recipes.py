@@ -504,6 +504,30 @@ def ssd_mobilenet_v2_postprocess(size: int = 300, classes: int = 90) -> Any:
     return _ssd_head_postprocess(inp, feats, classes)
 
 
+def posenet_mnv1_075(height: int = 353, width: int = 481) -> Any:
+    """PoseNet MobileNet v1 0.75, output stride 16, as Coral ships it
+    (google-coral/project-posenet ``models/mobilenet/components/
+    posenet_mobilenet_v1_075_<h>_<w>_quant.tflite``, the network its ``*_decoder_edgetpu``
+    files compile): MobileNet v1 at depth 0.75 (24 ... 384 channels, SAME padding, ReLU6) whose
+    strides stop at 16, with Conv2d_12 and Conv2d_13 kept at 384 channels and no dilation, then
+    four 1x1 heads: heatmaps (17), short offsets (34), backward and forward displacements
+    (32 each, concatenated to the 64-channel ``concat`` output). At 353x481 this rebuild has
+    the shipped file's 32 ops, 1.246 G MACs and 1.258 M parameters. The file's pose decoder
+    (a custom ``PosenetDecoderOp`` on the CPU) is not rebuilt."""
+    k = _k()
+    L = k.layers
+    inp = _input((height, width, 3))
+    x = _conv_bn(inp, 24, 3, 2, act="relu6")
+    for c, s in ((48, 1), (96, 2), (96, 1), (192, 2), (192, 1), (384, 2), (384, 1), (384, 1),
+                 (384, 1), (384, 1), (384, 1), (384, 1), (384, 1)):  # fmt: skip
+        x = _conv_bn(_dw_bn(x, 3, s, act="relu6"), c, 1, act="relu6")
+    heat = L.Conv2D(17, 1, name="heatmaps")(x)
+    short = L.Conv2D(34, 1, name="short_offsets")(x)
+    bwd = L.Conv2D(32, 1, name="displacement_bwd")(x)
+    fwd = L.Conv2D(32, 1, name="displacement_fwd")(x)
+    return k.Model(inp, [heat, short, L.Concatenate(name="mid_offsets")([fwd, bwd])])
+
+
 def _inception_branch(x: Any, spec: list[tuple[int, Any, int]]) -> Any:
     for c, kk, s in spec:
         x = _conv_bn(x, c, kk, s)
@@ -1626,6 +1650,10 @@ _r("ssd_mobilenet_v1_300_pp", ssd_mobilenet_v1_postprocess)
 _r("ssd_mobilenet_v2_300_pp", ssd_mobilenet_v2_postprocess)
 _r("ssd_mobilenet_v2_face_320_pp", ssd_mobilenet_v2_postprocess, size=320, classes=1)
 _r("inception_v1_224", inception_v1)
+_POSENET = "google-coral/project-posenet models/mobilenet/components (Coral's PoseNet files)"
+_r("posenet_mnv1_075_353_481", posenet_mnv1_075, _POSENET, height=353, width=481)
+_r("posenet_mnv1_075_481_641", posenet_mnv1_075, _POSENET, height=481, width=641)
+_r("posenet_mnv1_075_721_1281", posenet_mnv1_075, _POSENET, height=721, width=1281)
 _r("inception_v4_299", inception_v4)
 _r("tiny_resnet8_32", tiny_resnet8, "mlcommons/tiny image_classification keras_model.py")
 _r("deepface_emotion_48", deepface_emotion, "serengil/deepface extendedmodels/Emotion.py (0.0.75)")
