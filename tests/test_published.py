@@ -127,6 +127,25 @@ def test_posenet_rebuild_is_the_network_coral_ships(tmp_path: Path) -> None:
     assert outs == [(1, 23, 31, 17), (1, 23, 31, 34), (1, 23, 31, 64)]
 
 
+UNET = """
+import json, sys
+from infercast.estimate.published.recipes import RECIPES
+r = RECIPES["unet_mnv2_128"]
+m = r.build(**r.kwargs)
+json.dump({"params": int(m.count_params()), "out": list(m.output.shape)}, open(sys.argv[1], "w"))
+"""
+
+
+def test_unet_rebuild_is_the_segmentation_tutorials_model(tmp_path: Path) -> None:
+    """The U-Net rows' rebuild is TensorFlow's image-segmentation tutorial model, whose
+    ``model.summary()`` the tutorial prints: 6,504,227 parameters (batch norms included),
+    a 128x128x3 output (tensorflow/docs site/en/tutorials/images/segmentation.ipynb)."""
+    out = tmp_path / "unet.json"
+    run_keras_script(UNET, str(out))
+    facts = json.loads(out.read_text())
+    assert facts == {"params": 6_504_227, "out": [1, 128, 128, 3]}
+
+
 def test_edge_tpu_usb_reads_outputs_back_slower_than_it_sends_inputs(
     published_dir: Path,
 ) -> None:

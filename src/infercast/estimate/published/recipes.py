@@ -33,6 +33,7 @@ TensorFlow is imported lazily: importing this module never needs it.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -278,6 +279,81 @@ def efficientnet_lite0() -> Any:
     x = L.Dense(1000)(x)
     x = L.Softmax()(x)
     return k.Model(inp, x)
+
+
+_EDGETPU_STAGES = (
+    (1, 3, 1, 4, 24, 24, True, False),
+    (2, 3, 2, 8, 24, 32, True, True),
+    (4, 3, 2, 8, 32, 48, True, True),
+    (5, 5, 2, 8, 48, 96, False, True),
+    (4, 5, 1, 8, 96, 144, False, True),
+    (2, 5, 2, 8, 144, 192, False, True),
+)
+"""EfficientNet-EdgeTPU's block strings as (repeats, kernel, stride, expand, in, out, fused,
+skip): 'r1_k3_s11_e4_i24_o24_c1_noskip', 'r2_k3_s22_e8_i24_o32_c1', 'r4_k3_s22_e8_i32_o48_c1',
+'r5_k5_s22_e8_i48_o96', 'r4_k5_s11_e8_i96_o144', 'r2_k5_s22_e8_i144_o192'."""
+
+
+def efficientnet_edgetpu(size: int = 224, width: float = 1.0, depth: float = 1.0) -> Any:
+    """EfficientNet-EdgeTPU as tensorflow/tpu builds it (``models/official/efficientnet/edgetpu/
+    efficientnet_edgetpu_builder.py``: S = width 1.0, depth 1.0, 224 px; M = 1.0, 1.1, 240;
+    L = 1.2, 1.4, 300; ``efficientnet_model.py``): a 3x3/2 stem to round_filters(32), the six
+    stages of ``_EDGETPU_STAGES`` (filters rounded to 8 after the width, repeats ceil(depth x
+    r)), ReLU, no squeeze-excite. A ``c1`` block is ``MBConvBlockWithoutDepthwise``: a 3x3
+    stride-1 conv expands to input x expand filters and the 1x1 projection carries the stride;
+    the others expand 1x1, run the k x k depthwise conv with the stride and project 1x1. An
+    identity skip where the stride is 1 and the block's input and output filters are equal
+    (the first block has none); head 1x1 conv to round_filters(1280), average pool, a
+    1001-way FC and softmax (the background class)."""
+    k = _k()
+    L = k.layers
+
+    def rf(c: int) -> int:
+        return _make_div(c * width)
+
+    inp = _input((size, size, 3))
+    x = _conv_bn(inp, rf(32), 3, 2)
+    for r, kk, s, e, cin, cout, fused, skip in _EDGETPU_STAGES:
+        for j in range(math.ceil(depth * r)):
+            stride = s if j == 0 else 1
+            fin = rf(cin) if j == 0 else rf(cout)
+            if fused:
+                y = _conv_bn(x, fin * e, 3, 1)
+                y = _conv_bn(y, rf(cout), 1, stride, act=None)
+            else:
+                y = _conv_bn(x, fin * e, 1)
+                y = _dw_bn(y, kk, stride)
+                y = _conv_bn(y, rf(cout), 1, act=None)
+            x = L.Add()([x, y]) if skip and stride == 1 and fin == rf(cout) else y
+    x = _conv_bn(x, rf(1280), 1)
+    x = L.GlobalAveragePooling2D()(x)
+    return k.Model(inp, L.Softmax()(L.Dense(1001)(x)))
+
+
+def unet_mnv2(size: int = 128, classes: int = 3) -> Any:
+    """The U-Net of TensorFlow's image-segmentation tutorial (tensorflow/docs
+    ``site/en/tutorials/images/segmentation.ipynb``; Coral's
+    ``keras_post_training_unet_mv2_128_quant``): a keras.applications MobileNetV2 encoder
+    (``include_top=False``) cut at ``block_1_expand_relu`` (64x64), ``block_3_expand_relu``
+    (32), ``block_6_expand_relu`` (16), ``block_13_expand_relu`` (8) and ``block_16_project``
+    (4); a decoder of four ``pix2pix.upsample`` blocks (3x3 stride-2 Conv2DTranspose to 512,
+    256, 128, 64 channels, no bias, batch norm, ReLU), each concatenated with the skip of its
+    size; a last 3x3 stride-2 Conv2DTranspose to ``classes`` channels at full size."""
+    k = _k()
+    L = k.layers
+    base = k.applications.MobileNetV2(input_shape=(size, size, 3), include_top=False,
+                                      weights=None)  # fmt: skip
+    names = ["block_1_expand_relu", "block_3_expand_relu", "block_6_expand_relu",
+             "block_13_expand_relu", "block_16_project"]  # fmt: skip
+    inp = _input((size, size, 3))
+    skips = k.Model(base.input, [base.get_layer(n).output for n in names])(inp)
+    x = skips[-1]
+    for filters, skip in zip((512, 256, 128, 64), reversed(skips[:-1]), strict=True):
+        x = L.Conv2DTranspose(filters, 3, strides=2, padding="same", use_bias=False)(x)
+        x = L.ReLU()(L.BatchNormalization()(x))
+        x = L.Concatenate()([x, skip])
+    out = L.Conv2DTranspose(classes, 3, strides=2, padding="same")(x)
+    return k.Model(inp, out)
 
 
 def yolov4_tiny(size: int = 416) -> Any:
@@ -1650,6 +1726,13 @@ _r("ssd_mobilenet_v1_300_pp", ssd_mobilenet_v1_postprocess)
 _r("ssd_mobilenet_v2_300_pp", ssd_mobilenet_v2_postprocess)
 _r("ssd_mobilenet_v2_face_320_pp", ssd_mobilenet_v2_postprocess, size=320, classes=1)
 _r("inception_v1_224", inception_v1)
+_r("unet_mnv2_128", unet_mnv2,
+   "tensorflow/docs image-segmentation tutorial (Coral's U-Net MobileNet v2)")  # fmt: skip
+_EDGETPU_NET = "tensorflow/tpu models/official/efficientnet/edgetpu"
+_r("efficientnet_edgetpu_s_224", efficientnet_edgetpu, _EDGETPU_NET)
+_r("efficientnet_edgetpu_m_240", efficientnet_edgetpu, _EDGETPU_NET, size=240, depth=1.1)
+_r("efficientnet_edgetpu_l_300", efficientnet_edgetpu, _EDGETPU_NET, size=300, width=1.2,
+   depth=1.4)  # fmt: skip
 _POSENET = "google-coral/project-posenet models/mobilenet/components (Coral's PoseNet files)"
 _r("posenet_mnv1_075_353_481", posenet_mnv1_075, _POSENET, height=353, width=481)
 _r("posenet_mnv1_075_481_641", posenet_mnv1_075, _POSENET, height=481, width=641)
