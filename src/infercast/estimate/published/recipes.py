@@ -1707,6 +1707,9 @@ _r("efficientnet_v2_b0_224", keras_app, _KA, cls="EfficientNetV2B0", size=224,
    include_preprocessing=False)  # fmt: skip
 _r("resnet50_v2_224", keras_app, _KA, cls="ResNet50V2", size=224)
 _r("densenet121_224", keras_app, _KA, cls="DenseNet121", size=224)
+_r("resnet50_299", keras_app, _KA, cls="ResNet50", size=299)
+_r("resnet50_v2_299", keras_app, _KA, cls="ResNet50V2", size=299)
+_r("vgg19_224", keras_app, _KA, cls="VGG19", size=224)
 _r("nasnet_mobile_224", keras_app, _KA, cls="NASNetMobile", size=224)
 _r("xception_299", keras_app, _KA, cls="Xception", size=299)
 _r("mobilenet_v2_a035_224", keras_app, _KA, cls="MobileNetV2", size=224, alpha=0.35)
