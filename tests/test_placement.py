@@ -322,17 +322,80 @@ def test_edgetpu_one_segment_unless_multi(_craft: dict[str, Path], tmp_path: Pat
 
 
 def test_edgetpu_parameters_beyond_the_cache_are_streamed(keras_dir: Path) -> None:
-    """ResNet-50 int8: ~25 MB of parameters, ~8 MiB cached, the rest streamed each inference
-    (not run on the CPU)."""
+    """ResNet-50 int8: ~25 MB of parameters; the on-chip SRAM (8,346,664 B) first keeps the
+    largest layer's activations, conv2_block1's residual add (two 56x56x256 inputs and a
+    56x56x256 output, one byte each: LiteRT's shapes), then parameters; the rest is
+    streamed each inference (not run on the CPU)."""
+    from ai_edge_litert.interpreter import Interpreter
+
     model = keras_dir / "resnet50_int8.tflite"
     report = place(model, "edgetpu-pcie")
     assert report.all_on_accelerator
     weights, _ = litert_memory(model)
+    it = Interpreter(model_path=str(model))
+    adds = [
+        d
+        for d in it._get_ops_details()
+        if d["op_name"] == "ADD"
+        and "conv2_block1" in (it.get_tensor_details()[d["outputs"][0]]["name"])
+    ]
+    assert len(adds) == 1
+    shape = {t["index"]: int(np.prod(t["shape"])) for t in it.get_tensor_details()}
+    add_io = sum(shape[i] for i in (*adds[0]["inputs"], *adds[0]["outputs"]))
+    assert add_io == 3 * 56 * 56 * 256
     fit = report.fit["parameter_cache"]
-    assert fit.required_bytes == weights
+    assert fit.parts == {"accelerator_weights_bytes": weights, "layer_io_bytes": add_io}
+    assert fit.worst_layer is not None and "conv2_block1_add" in fit.worst_layer
     assert not fit.fits and fit.on_overflow == "stream" and not fit.blocking
-    assert fit_dict(fit)["streamed_bytes"] == weights - 8346664
+    assert fit_dict(fit)["streamed_bytes"] == weights - (8346664 - add_io)
     assert report.exit_code == 0
+
+
+def test_edgetpu_keeps_at_most_192_kib_a_tile_of_activations(tmp_path: Path) -> None:
+    """A 3x3 conv 16 -> 16 channels at 640x640 moves 13.1 MB in + out, more than the Edge TPU
+    compiler keeps on chip: Coral's compiled PoseNet 721x1281 (google-coral/test_data) uses
+    196,596 B of activation memory in each of 16 tiles, under 192 KiB, and DeepLab
+    EdgeTPU-slim Cityscapes spills to a host buffer beside its 189,544 B a tile. The
+    parameter room is the SRAM less 16 x 192 KiB, and the forecast streams what is beyond
+    it, saying so."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from infercast import estimate
+    from test_placement_craft import Craft
+
+    c = Craft()
+    x = c.tensor("x", (1, 640, 640, 16))
+    y = c.tensor("y", (1, 640, 640, 16))
+    c.conv(x, y, 3, 16, 16, 1, "SAME", "RELU")
+    # Parameters over the SRAM less the activations, under the whole SRAM: 5.8 MB.
+    prev = y
+    for i in range(8):
+        a = c.tensor(f"grow{i}", (1, 8, 8, 256))
+        if i == 0:
+            pooled = c.tensor("pooled", (1, 8, 8, 16))
+            c.conv(prev, pooled, 80, 16, 16, 80, "VALID")
+            c.conv(pooled, a, 3, 256, 16, 1, "SAME")
+        else:
+            c.conv(prev, a, 3, 256, 256, 1, "SAME")
+        prev = a
+    path = tmp_path / "big_maps.tflite"
+    path.write_bytes(c.build([x], [prev], "big_maps"))
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    it.invoke()
+
+    report = place(path, "edgetpu-usb")
+    assert report.all_on_accelerator
+    fit = report.fit["parameter_cache"]
+    cap = 16 * 192 * 1024
+    assert fit.parts["layer_io_bytes"] == cap < 2 * 640 * 640 * 16
+    weights = fit.parts["accelerator_weights_bytes"]
+    room = 8346664 - cap
+    assert room < weights < 8346664
+    fc = estimate(path, "edgetpu-usb")
+    streamed = [n for n in fc.notes if "streamed over the link" in n]
+    assert len(streamed) == 1
+    assert f"{weights - room} weight bytes beyond its {room} bytes" in streamed[0]
 
 
 def test_kpu_layer_io_from_shapes(keras_dir: Path) -> None:

@@ -48,8 +48,10 @@ def with_compiled_cache(
     name = streaming_cache(target)
     cached, streamed = compiled_split(compiled)
     fit = place(graph, target, memory=memory).fit.get(name)
-    held = fit.required_bytes if fit is not None else 0
+    held = fit.parts.get("accelerator_weights_bytes", 0) if fit is not None else 0
     size = max(held - streamed, 1)
+    # A stated size (size_varies false) is the room for weights: the compiler's split
+    # already leaves the activations it keeps on chip their room.
     mem = dataclasses.replace(target.memories[name], size_bytes=size, size_varies=False)
     out = dataclasses.replace(target, memories={**target.memories, name: mem})
     note = (

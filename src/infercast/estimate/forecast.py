@@ -83,6 +83,7 @@ from infercast.estimate.work import (
 from infercast.ir.graph import Graph, Node
 from infercast.ir.labels import BOUNDS, Bound, Placement
 from infercast.targets.placement import (
+    MemoryFit,
     PlacementReport,
     compiled_note,
     device_graph,
@@ -899,8 +900,9 @@ STREAM_CAUTION_FRACTION = 0.5
 model fills more than this fraction of its stated size. The Edge TPU compiler's parameter
 cache is not a fixed size: used + remaining in published compile logs run from 7.96, 7.16
 and 7.04 MiB for 160-224 px classifiers down to 1.92, 1.73 and 1.1 MiB for others
-(google-coral/edgetpu #173, #518, #427, #572), and pycoral's SSD rows miss what ~2-4 MB
-streamed per inference would cost (``_edgetpu.toml``)."""
+(google-coral/edgetpu #173, #518, #427, #572). The forecast takes the largest layer's
+activations off it (up to 3 MiB, ``_edgetpu.toml``), which Coral's compiled files support,
+but not the smallest of those sizes."""
 
 
 def _fit_notes(report: PlacementReport) -> list[str]:
@@ -931,8 +933,18 @@ def _fit_notes(report: PlacementReport) -> list[str]:
         for f in report.fit.values()
         if f.blocking
     ]
+
+    def what(f: MemoryFit) -> str:
+        kinds = {
+            "accelerator_weights_bytes": "weights",
+            "weights_bytes": "weights",
+            "layer_io_bytes": "its largest layer's activations",
+        }
+        named = [f"{v / mib:.1f} MiB {kinds.get(k, k)}" for k, v in f.parts.items() if v]
+        return f" ({', '.join(named)})" if len(named) > 1 else ""
+
     near = [
-        f"{f.memory}: this model's {f.required_bytes / mib:.1f} MiB fill "
+        f"{f.memory}: this model's {f.required_bytes / mib:.1f} MiB{what(f)} fill "
         f"{f.required_bytes / f.capacity_bytes:.0%} of its {f.capacity_bytes / mib:.1f} MiB, "
         "a size the device's compiler sets per model; where it is smaller for this model, the "
         "excess is streamed every inference, which this latency does not include (state the "

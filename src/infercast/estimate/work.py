@@ -1282,6 +1282,19 @@ def memory_for(target: Target, holds: tuple[str, ...]) -> str | None:
     return None
 
 
+def _activation_memory(target: Target, on_acc: bool) -> str | None:
+    """The memory whose rate prices a kernel's activation traffic: on the accelerator the
+    one holding ``layer_io`` (else ``activations``). A streaming weight cache that also
+    keeps the largest layer's activations (the Edge TPU's parameter cache) only gives them
+    room: their traffic stays priced at the ``activations`` memory, the rate the Edge TPU
+    fits were made with."""
+    if on_acc:
+        for m in target.memories.values():
+            if "layer_io" in m.holds and m.on_overflow != "stream":
+                return m.name
+    return memory_for(target, ("activations",))
+
+
 # --------------------------------------------------------------------------- #
 # The work list
 # --------------------------------------------------------------------------- #
@@ -1425,11 +1438,17 @@ def _transfers(
 
 class _StreamingCaches:
     """Weight caches that stream what they cannot hold (``on_overflow = "stream"``): the
-    cumulative unique weights in execution order decide what is streamed."""
+    cumulative unique weights in execution order decide what is streamed. What else the
+    memory holds (the largest layer's activations, ``layer_io``) is taken off the room for
+    weights first."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, report: PlacementReport) -> None:
         self.mems = {m.name: m for m in target.memories.values() if m.on_overflow == "stream"}
         self.used = dict.fromkeys(self.mems, 0)
+        self.reserved = {name: _non_weight_bytes(report, name) for name in self.mems}
+        self.room = {
+            name: max(m.size_bytes - self.reserved[name], 0) for name, m in self.mems.items()
+        }
         self.seen: set[str] = set()
 
     def take(self, weights: Mapping[str, int], memory: str | None) -> tuple[int, int]:
@@ -1441,7 +1460,7 @@ class _StreamingCaches:
                 continue
             self.seen.add(root)
             if memory in self.mems:
-                cap = self.mems[memory].size_bytes
+                cap = self.room[memory]
                 fits = max(min(nb, cap - self.used[memory]), 0)
                 self.used[memory] += nb
                 streamed += nb - fits
@@ -1452,11 +1471,34 @@ class _StreamingCaches:
 
     def notes(self) -> list[str]:
         return [
-            f"{name}: {self.used[name] - mem.size_bytes} weight bytes beyond its "
-            f"{mem.size_bytes} bytes are streamed over the link every inference"
+            f"{name}: {self.used[name] - self.room[name]} weight bytes beyond its "
+            f"{self.room[name]} bytes are streamed over the link every inference"
+            + (
+                f" (its {mem.size_bytes} bytes less {self.reserved[name]} bytes it keeps of "
+                "the largest layer's activations)"
+                if self.reserved[name]
+                else ""
+            )
+            + (
+                "; the device's compiler sets the size per model: state the bytes it reports "
+                f"cached as memories.{name}.size_bytes, with size_varies = false, in a target "
+                "file that extends this one, or pass the compiled model (--edgetpu-compiled)"
+                if mem.size_varies
+                else ""
+            )
             for name, mem in self.mems.items()
-            if self.used[name] > mem.size_bytes
+            if self.used[name] > self.room[name]
         ]
+
+
+def _non_weight_bytes(report: PlacementReport, memory: str) -> int:
+    """Bytes of ``memory`` that the placement's fit gives to what is not weights (the
+    largest layer's activations, ``layer_io``): no room for weights there."""
+    f = report.fit.get(memory)
+    if f is None:
+        return 0
+    weights = ("weights_bytes", "accelerator_weights_bytes")
+    return sum(v for k, v in f.parts.items() if k not in weights)
 
 
 def _kernel_io(dev: Graph, k: Kernel, members: list[Node]) -> tuple[int, int, dict[str, int], bool]:
@@ -1559,7 +1601,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
     members = [ctx.nodes[i] for i in k.members]
     act_bytes, out_bytes, weights, sizes_known = _kernel_io(dev, k, members)
     w_mem = memory_for(target, ("accelerator_weights", "weights") if on_acc else ("weights",))
-    a_mem = memory_for(target, ("layer_io", "activations") if on_acc else ("activations",))
+    a_mem = _activation_memory(target, on_acc)
     refetch = arena = 0
     accel, nxp = _vela_accel(target), nxp_vela_schedule(target)
     block_depth = target.units[lp.unit].ifm_refetch_depth
@@ -1682,7 +1724,7 @@ def build_works(
         nodes={n.index: n for n in dev.nodes},
         transfers=_transfers(report, groups),
         readbacks=_transfers(report, groups, readback=True),
-        caches=_StreamingCaches(target),
+        caches=_StreamingCaches(target, report),
         elided=elided,
         missing_peak=set(),
         linear=vela_linear_maps(dev, groups, cpu, part) if _vela_accel(target) else frozenset(),

@@ -481,8 +481,14 @@ def _fit(
     for name, mem in target.memories.items():
         if not mem.holds:
             continue
-        parts = {f"{k}_bytes": part(k)[0] for k in mem.holds}
-        worst = part("layer_io")[1] if "layer_io" in mem.holds else None
+        holds = mem.holds
+        if mem.on_overflow == "stream" and not mem.size_varies:
+            # A stated size (a compiler's report) is the room for weights already.
+            holds = tuple(h for h in holds if h != "layer_io")
+        parts = {f"{k}_bytes": part(k)[0] for k in holds}
+        if "layer_io" in holds and mem.layer_io_max_bytes:
+            parts["layer_io_bytes"] = min(parts["layer_io_bytes"], mem.layer_io_max_bytes)
+        worst = part("layer_io")[1] if "layer_io" in holds else None
         out[name] = MemoryFit(
             name,
             sum(parts.values()),
@@ -490,7 +496,7 @@ def _fit(
             mem.on_overflow,
             parts,
             worst,
-            tuple(f"{k}_bytes" for k in mem.holds if k in unknown),
+            tuple(f"{k}_bytes" for k in holds if k in unknown),
         )
     return out
 

@@ -223,6 +223,13 @@ class Memory:
     typical figure: a forecast of a model filling more than half of it says that the real
     size may be smaller (the Edge TPU's parameter cache). A target file that states the size
     a compiler reported for its model sets it false."""
+    layer_io_max_bytes: Count = 0
+    """Most of a layer's activations (the ``layer_io`` part: its inputs and outputs) the
+    device keeps in this memory; the rest goes to host memory (the Edge TPU compiler keeps
+    at most 192 KiB per tile in its 16 tiles, spilling beyond to a host scratch buffer:
+    ``_edgetpu.toml``). 0: no limit. On a streaming memory of a stated size
+    (``size_varies`` false: the room a compiler reported for weights), ``layer_io`` takes
+    no room."""
     efficiency: Fraction = 1.0
     """The fraction of ``bandwidth_bytes_per_s`` the accelerator's transfers achieve (bursts,
     re-reads); 1 when absent."""
