@@ -57,6 +57,9 @@ def test_compiler_split_of_parameters_scratch_and_instructions() -> None:
     split = read_package(_options(SPLIT))
     assert (split.cached_parameter_bytes, split.streamed_parameter_bytes) == (192, 0)
     assert split.scratch_bytes == 0 and split.compiler_version == "cl/343520747"
+    # The loaded op carries the activation memory too (bench_edgetpu_placement.py reads it).
+    (op,) = [n for n in infercast.load(LSTM).nodes if n.native_op == EDGETPU_OP]
+    assert op.attrs["edgetpu_activation_bytes_per_tile"] == 4876
 
 
 def test_analyze_reports_the_package_and_counts_nothing_it_cannot_see() -> None:

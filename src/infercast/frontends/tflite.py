@@ -128,6 +128,7 @@ def _edgetpu_package(op: Any) -> dict[str, Any]:
         "edgetpu_package": pkg.describe(),
         "edgetpu_cached_parameter_bytes": pkg.cached_parameter_bytes,
         "edgetpu_streamed_parameter_bytes": pkg.streamed_parameter_bytes,
+        "edgetpu_activation_bytes_per_tile": pkg.narrow_memory_bytes_per_tile,
     }
 
 
