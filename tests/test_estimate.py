@@ -578,6 +578,40 @@ def test_vx_engines_mul_and_generic_max_pool_on_the_shader_copies_at_the_tp_rate
     assert compute_time(cat, fc.params) / cat.ops == pytest.approx(0.526e-9, rel=2e-3)
 
 
+_VX_WIDE_KERNEL_BUILD = """
+import sys
+import keras
+from infercast.estimate.published.recipes import convert
+keras.utils.set_random_seed(0)
+inp = keras.Input((1, 80, 16), batch_size=1)
+x = keras.layers.Conv2D(32, (1, 32))(inp)
+out = keras.layers.Conv2D(32, (1, 3))(x)
+open(sys.argv[1], "wb").write(convert(keras.Model(inp, out), "int8"))
+"""
+
+
+def test_vx_conv_wider_than_the_nn_core_runs_at_the_measured_programmable_core_rate(
+    tmp_path: Path,
+) -> None:
+    """The NN core's job holds a kernel side in 4 bits (at most 15, Mesa etnaviv_ml_nn.c): a
+    1x32 int8 conv runs on the programmable core, at the one measured rate of convolutions
+    there, 2 x 569 M MACs (MobileNet v1 1.0 224, the MobileNet paper's count) in 398.4 ms on
+    the A311D with the NN and TP units and EVIS disabled (blog.tomeuvizoso.net 2023/05); the
+    1x3 conv after it stays on the NN core."""
+    from infercast.estimate.forecast import compute_time
+
+    path = tmp_path / "wide.tflite"
+    run_keras_script(_VX_WIDE_KERNEL_BUILD, str(path))
+    g = load(path)
+    fc = estimate(path, "imx8mp-npu-vx")
+    convs = [w for k, w in fc.works if g.nodes[k.anchor].native_op == "CONV_2D"]
+    assert [w.unit for w in convs] == ["ppu", "npu"]
+    wide = convs[0]
+    macs = 1 * 49 * 32 * (1 * 32 * 16)  # output 1x49x32, a 1x32x16 window each
+    assert wide.ops == 2 * macs
+    assert compute_time(wide, fc.params) == pytest.approx(2 * macs / (2 * 569e6 / 0.3984), rel=2e-3)
+
+
 def test_a_fused_group_never_spans_two_units(tmp_path: Path) -> None:
     """A conv absorbs a following constant Mul (a batch-norm scale) when both run on one
     unit; when placement puts the Mul on another unit of the same accelerator (the
