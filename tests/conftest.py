@@ -103,3 +103,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def roofline_target(name: str) -> Any:
+    """The built-in target ``name`` with its CPU's ``isa`` cleared: its built-in int8 kernels
+    priced by the MAC roofline (efficiencies, the ADD-element table, the im2col rate), as a
+    unit that states no ISA level is; the instruction model has its own tests
+    (test_aarch64_insns)."""
+    import dataclasses
+
+    from infercast.targets import load_target
+
+    t = load_target(name)
+    cpu = dataclasses.replace(t.units["cpu"], isa="")
+    return dataclasses.replace(t, units={**t.units, "cpu": cpu})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_keras_script
+from conftest import roofline_target, run_keras_script
 from infercast import estimate, load
 from infercast.estimate.fit import Sample, fit_values, predict
 from infercast.estimate.forecast import Params, kernel_time
@@ -92,7 +92,7 @@ def test_builtin_element_wise_kernels_cost_their_elements_on_one_thread(model: P
 
 
 def test_im2col_bytes_are_the_gemm_input_of_every_conv_but_a_pointwise_one(model: Path) -> None:
-    fc = estimate(model, "imx8mp-cpu")
+    fc = estimate(model, roofline_target("imx8mp-cpu"))
     convs = [w for _, w in fc.works if w.op_class == "conv"]
     # 3x3 / stride 1 on 16x16x8: 256 output pixels x 8 channels x 9 taps; 1x1 / stride 1: no
     # im2col; 1x1 / stride 2 on 16x16x16: 64 output pixels x 16 channels.
@@ -108,7 +108,7 @@ def test_fit_recovers_the_im2col_rate(model: Path) -> None:
     """The one-thread im2col copy is told apart from the threaded GEMM by the thread counts
     (the element-wise rate, one-thread as well, is recovered in test_serial_ops with a
     float twin of the model)."""
-    t = load_target("imx8mp-cpu")
+    t = roofline_target("imx8mp-cpu")
     truth_values = {
         "units.cpu.efficiency.conv": 0.4,
         "units.cpu.im2col_s_per_byte": 4e-9,

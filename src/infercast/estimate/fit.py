@@ -153,7 +153,8 @@ class Batch:
     ) -> None:
         p = sample_params(s, self.base)
         u = w.unit
-        computes = w.ops > 0 and w.dtype is not None
+        by_insns = w.instructions > 0 and p.clock.get(u, 0.0) > 0
+        computes = w.ops > 0 and w.dtype is not None and not by_insns
         cpu = u in p.cores
         n = p.kernel_threads(u, w.max_threads)
         scale = p.peak_scale.get(u, 1.0) / (p.cores[u] if cpu else 1)
@@ -165,7 +166,10 @@ class Batch:
         cols["eff"].append(
             self._param(_eff_key(p, u, w.efficiency_class, free)) if computes else -1
         )
-        par = computes and cpu and w.parallel and n > 1
+        cols["ins"].append(w.instructions if by_insns else 0.0)
+        cols["ins_clk"].append(p.clock.get(u, 0.0) * p.peak_scale.get(u, 1.0) if by_insns else 1.0)
+        cols["ipc"].append(self._param(f"units.{u}.instructions_per_cycle") if by_insns else -1)
+        par = (computes or by_insns) and cpu and w.parallel and n > 1
         cols["threads_m1"].append(float(n - 1) if par else 0.0)
         cols["teff"].append(self._param(f"units.{u}.thread_efficiency") if par else -1)
         cols["pc"].append(self._param(f"units.{u}.per_channel_slowdown") if w.per_channel else -1)
@@ -176,6 +180,7 @@ class Batch:
         cols["pce_p"].append(self._param(pkey) if passes else -1)
         ikey = f"units.{u}.im2col_s_per_byte"
         im2col = w.im2col_bytes > 0 and (ikey in free or p.im2col_s.get(u, 0.0) > 0)
+        im2col = im2col and not by_insns
         cols["i2c"].append(float(w.im2col_bytes) if im2col else 0.0)
         cols["i2c_p"].append(self._param(ikey) if im2col else -1)
         depth = w.reduction_depth if (half > 0 or f"units.{u}.reduction_half_depth" in free) else 0
@@ -228,6 +233,8 @@ class Batch:
             return self.base.broadcast_read_factor.get(name.split(".")[1], 0.0)
         if name.endswith(".thread_efficiency"):
             return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
+        if name.endswith(".instructions_per_cycle"):
+            return self.base.ipc.get(name.split(".")[1], 1.0)
         if name.endswith(".spill_bandwidth_bytes_per_s"):
             return self.base.spill_bandwidth.get(name.split(".")[1], 0.0)
         return self.base.get(name)
@@ -243,6 +250,7 @@ class Batch:
             c["depth"] > 0, (c["depth"] + t0[c["half"]]) / np.maximum(c["depth"], 1), 1.0
         )
         compute = c["ops"] * halfterm * t1[c["pc"]] / rate + c["i2c"] * t0[c["i2c_p"]]
+        compute = compute + c["ins"] / (c["ins_clk"] * t1[c["ipc"]] * speed)
         with np.errstate(divide="ignore"):  # a 0 parameter that is no bandwidth
             inv_bw = np.append(1.0 / theta, 0.0)
         xbw = (
@@ -289,10 +297,10 @@ class Batch:
 
 
 _INDEX_COLUMNS = ("sample", "peak", "eff", "teff", "pc", "half", "act_bw", "w_bw", "ov",
-                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p", "i2c_p")  # fmt: skip
+                  "sync", "rw_ov", "rw_bw", "bf", "sp_bw", "pce_p", "i2c_p", "ipc")  # fmt: skip
 _COLUMNS = (*_INDEX_COLUMNS, "ops", "scale", "threads_m1", "depth", "act", "wb", "bb", "streamed",
             "ntr", "trb", "rbb", "rw", "rwb", "ports", "spill", "pce", "i2c", "stalls",
-            "inv")  # fmt: skip
+            "inv", "ins", "ins_clk")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- #
@@ -331,6 +339,8 @@ def bounds_of(key: str) -> tuple[float, float]:
         return (1e6, 1e13)
     if key.endswith("reduction_half_depth"):
         return (0.01, 1e4)
+    if key.endswith("instructions_per_cycle"):
+        return (0.05, 4.0)  # an in-order dual-issue core retires at most 2; wide cores 4
     if key.endswith("_ops_per_s"):
         return (1e6, 1e16)
     return (1e-12, 1e12)

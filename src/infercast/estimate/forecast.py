@@ -21,6 +21,10 @@ processor placement put it on (:func:`infercast.targets.place`), with the work
   ``peak / cores`` otherwise; a split kernel also pays ``thread_sync_s`` (the pool's
   wake-up and end barrier) in its overhead. Weights quantised per channel multiply the
   compute time by the unit's ``per_channel_slowdown`` (1: no effect);
+  On a CPU unit running TFLite's built-in int8 kernels that states its Arm ``isa``, a
+  kernel's ``compute_s`` is instead its instructions (:mod:`infercast.estimate.aarch64`,
+  counted for that ISA level) over ``clock x instructions_per_cycle``, split across the
+  threads as above;
 * ``pass_s`` = a per-channel conv's output elements x the unit's
   ``per_channel_pass_s_per_element`` (0: none): the extra pass a driver adds to apply
   per-channel scales the unit's MAC array cannot (VeriSilicon NN cores);
@@ -176,6 +180,10 @@ class Params:
     """unit -> GEMM rows per pass over weights beyond its cache (absent or 0: one pass)."""
     memory_stalls: frozenset[str] = frozenset()
     """CPU units whose kernels take compute + memory, not the longer (``memory_stalls``)."""
+    ipc: Mapping[str, float] = field(default_factory=dict)
+    """CPU unit with an ``isa`` -> instructions per cycle on TFLite's built-in int8 kernels."""
+    clock: Mapping[str, float] = field(default_factory=dict)
+    """CPU unit -> clock (Hz) the file states (``peak_scale`` scales it like the peak)."""
 
     @staticmethod
     def of(target: Target, threads: int = 1, *, prior_for: Sequence[str] = ()) -> Params:
@@ -239,6 +247,8 @@ class Params:
             },
             gemm_block_rows={u.name: u.gemm_block_rows for u in cpus if u.gemm_block_rows},
             memory_stalls=frozenset(u.name for u in cpus if u.memory_stalls),
+            ipc={u.name: u.instructions_per_cycle or 1.0 for u in cpus if u.isa},
+            clock={u.name: u.clock_hz for u in cpus if u.clock_hz},
         )
 
     def eff(self, unit: str, op_class: str) -> float:
@@ -305,7 +315,7 @@ class Params:
             return self.eff(*sub)
         if slot == "thread_efficiency":
             return float(table.get(sub, DEFAULT_THREAD_EFFICIENCY))
-        if slot == "per_channel_slowdown":
+        if slot in ("per_channel_slowdown", "ipc"):
             return float(table.get(sub, 1.0))
         if slot in ("thread_sync_s", "broadcast_read_factor", "spill_bandwidth",
                     "per_channel_pass_s", "im2col_s"):  # fmt: skip
@@ -344,6 +354,7 @@ _UNIT_SLOTS = {
     "broadcast_read_factor": "broadcast_read_factor",
     "spill_bandwidth_bytes_per_s": "spill_bandwidth",
     "im2col_s_per_byte": "im2col_s",
+    "instructions_per_cycle": "ipc",
 }
 
 
@@ -373,7 +384,7 @@ def _slot(key: str) -> tuple[str, Any]:
         f"'{key}' is not a fittable parameter",
         "use units.U.efficiency.CLASS, units.U.op_overhead_s, units.U.thread_efficiency, "
         "units.U.per_channel_slowdown, units.U.thread_sync_s, units.U.peak_<dtype>_ops_per_s, "
-        "units.U.spill_bandwidth_bytes_per_s, "
+        "units.U.spill_bandwidth_bytes_per_s, units.U.instructions_per_cycle, "
         "memories.M.bandwidth_bytes_per_s, crossing.fixed_s, crossing.bytes_per_s, "
         "crossing.stream_bytes_per_s, crossing.readback_bytes_per_s or "
         "calibration.invoke_overhead_s",
@@ -477,6 +488,11 @@ def cached_bytes(w: Work, spilled: float) -> tuple[float, float]:
 
 def compute_time(w: Work, p: Params) -> float:
     """Seconds of arithmetic of kernel ``w`` (the module docstring's ``compute_s``)."""
+    if w.instructions > 0 and p.clock.get(w.unit, 0.0) > 0:
+        rate = p.clock[w.unit] * p.peak_scale.get(w.unit, 1.0) * p.ipc.get(w.unit, 1.0)
+        if w.parallel:
+            rate *= p.speedup(w.unit, w.max_threads)
+        return w.instructions / rate
     if w.ops <= 0 or w.dtype is None:
         return 0.0
     rate = p.rate(w.unit, w.dtype, w.parallel, w.max_threads)

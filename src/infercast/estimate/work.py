@@ -12,7 +12,7 @@ re-costs it under many parameter sets (:func:`infercast.estimate.forecast.kernel
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -173,6 +173,10 @@ class Work:
     gemm_rows: int = 0
     """Rows ``M`` of the GEMM a conv / FC is on the CPU (output pixels of a conv, batch
     rows of an FC; :func:`gemm_rows`); 0: not a GEMM or not known."""
+    instructions: float = 0.0
+    """Instructions TFLite's built-in int8 kernels execute for this kernel on the unit's
+    Arm ISA level (:mod:`infercast.estimate.aarch64`), which ``compute_s`` then uses; 0:
+    the unit states no ``isa``, or a member's kind or shapes are not in the table."""
     npu_cycles: bool = False
     """``shape_factor`` carries the NPU cycles of an element-wise op from Vela's per-element
     output cycles (:func:`nxp_elementwise_cycles`): its efficiency is
@@ -1698,7 +1702,28 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
         max_threads=builtin_int8_threads(dev, anchor, rows, depth) if builtin else 0,
         npu_cycles=ew,
+        instructions=_instructions(target, lp.unit, dev, members) if builtin else 0.0,
     )
+
+
+def _instructions(target: Target, unit: str, graph: Graph, members: Sequence[Node]) -> float:
+    """Instructions of a kernel on a unit that states its Arm ``isa``: the sum over its
+    members (each a TFLite built-in int8 operator) of :mod:`infercast.estimate.aarch64`'s
+    prediction; 0 where the unit states none or any member is not in the table."""
+    isa = target.units[unit].isa
+    if not isa:
+        return 0.0
+    from infercast.estimate.aarch64 import op_shape, table
+
+    total = 0.0
+    for n in members:
+        if not builtin_int8(target, unit, graph, n):
+            return 0.0
+        v = table().predict(isa, op_shape(graph, n))
+        if v is None:
+            return 0.0
+        total += v
+    return total
 
 
 def _cpu_nodes(report: PlacementReport, target: Target) -> frozenset[int] | None:
