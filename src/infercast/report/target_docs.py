@@ -47,6 +47,17 @@ def _units(t: Target) -> list[str]:
             f"| `{u.name}`{role} | {u.kind} | {u.description} | {clock} | {peaks} | "
             f"{u.op_overhead_s * 1e6:g} µs |"
         )
+    for u in t.units.values():
+        if u.kind != "cpu" or u.int8_kernels != "builtin":
+            continue
+        how = (
+            f"the AArch64 instructions they execute (`isa = \"{u.isa}\"`, "
+            "`infercast.estimate.aarch64`) over the clock x `instructions_per_cycle` (stated: "
+            f"{u.instructions_per_cycle or 1.0:g}; a fitted value is under Calibration)"
+            if u.isa
+            else "their MACs at the unit's int8 peak and efficiencies"
+        )
+        out += ["", f"`{u.name}`: int8 operators run TFLite's built-in kernels, priced by {how}."]
     return out
 
 
