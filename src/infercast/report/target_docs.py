@@ -51,7 +51,7 @@ def _units(t: Target) -> list[str]:
         if u.kind != "cpu" or u.int8_kernels != "builtin":
             continue
         how = (
-            f"the AArch64 instructions they execute (`isa = \"{u.isa}\"`, "
+            f'the AArch64 instructions they execute (`isa = "{u.isa}"`, '
             "`infercast.estimate.aarch64`) over the clock x `instructions_per_cycle` (stated: "
             f"{u.instructions_per_cycle or 1.0:g}; a fitted value is under Calibration)"
             if u.isa
