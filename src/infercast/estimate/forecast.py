@@ -894,6 +894,13 @@ def _calibration_note(target: Target, p: Params) -> str:
     cal = target.calibration
     cores = target.fallback.cores if target.fallback.kind == "cpu" else 0
     threads = f"; CPU: {p.threads} thread(s) of {cores} cores" if cores else ""
+    fb = target.fallback
+    if cores and fb.isa and fb.int8_kernels == "builtin":
+        ipc = p.ipc.get(fb.name, 1.0)
+        threads += (
+            f" (TFLite built-in int8 kernels priced by their {fb.isa} instructions at "
+            f"{ipc:.3g} a cycle)"
+        )
     if not cal.calibrated:
         return (
             f"{target.name} is not calibrated: peaks, efficiencies and overheads are datasheet "
