@@ -233,8 +233,6 @@ class Batch:
             return self.base.broadcast_read_factor.get(name.split(".")[1], 0.0)
         if name.endswith(".thread_efficiency"):
             return self.base.thread_efficiency.get(name.split(".")[1], DEFAULT_THREAD_EFFICIENCY)
-        if name.endswith(".instructions_per_cycle"):
-            return self.base.ipc.get(name.split(".")[1], 1.0)
         if name.endswith(".spill_bandwidth_bytes_per_s"):
             return self.base.spill_bandwidth.get(name.split(".")[1], 0.0)
         return self.base.get(name)

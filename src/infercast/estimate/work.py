@@ -19,6 +19,7 @@ import numpy as np
 
 from infercast.analysis.cost import Analysis, LayerCost
 from infercast.errors import InfercastError
+from infercast.estimate.aarch64 import op_shape, table
 from infercast.estimate.ethos_blocks import (
     ACCEL_CONFIGS,
     Block,
@@ -1713,8 +1714,6 @@ def _instructions(target: Target, unit: str, graph: Graph, members: Sequence[Nod
     isa = target.units[unit].isa
     if not isa:
         return 0.0
-    from infercast.estimate.aarch64 import op_shape, table
-
     total = 0.0
     for n in members:
         if not builtin_int8(target, unit, graph, n):

@@ -208,9 +208,9 @@ class ComputeUnit:
     """CPU units running ``int8_kernels = "builtin"``: the Arm ISA level of the cores. Where
     stated, a built-in int8 kernel costs the instructions TFLite's aarch64 code executes for
     it (:mod:`infercast.estimate.aarch64`, measured under QEMU for each level) over
-    ``instructions_per_cycle`` x the clock, not its MACs over the peak; ``armv8.2-dotprod``:
-    SDOT / UDOT (Cortex-A55, A76), ``armv8.0``: without (Cortex-A53, A72). Empty: the MAC
-    roofline."""
+    ``instructions_per_cycle`` x ``clock_hz`` (which it needs), not its MACs over the peak;
+    ``armv8.2-dotprod``: SDOT / UDOT (Cortex-A55, A76), ``armv8.0``: without (Cortex-A53,
+    A72). Empty: the MAC roofline."""
     instructions_per_cycle: Ratio = 0.0
     """CPU units with an ``isa``: instructions a core retires per cycle on TFLite's built-in
     int8 kernels (calibration fits it); 0: not stated (the forecast assumes 1)."""
