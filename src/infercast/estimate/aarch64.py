@@ -20,25 +20,32 @@ fitted on and their error on models never in the fit.
 Kinds and their terms (each model also has a constant: the kernel's per-call work):
 
 * ``conv`` (CONV_2D, ruy GEMM): M output pixels, N output channels, K = taps x input
-  channels. MACs over ruy's padded blocks (M, N to 8 and K to 4 for its dot-product kernel;
-  M, N to 4 and K to 16 for its plain NEON one: both terms, the fit keeps what the ISA's
-  counts need), M x N
-  (the output stage's requantisation), M x K (packing the activations), and for every conv
-  but a 1x1 stride-1 one the im2col buffer (``optimized_integer_ops/conv.h``): its M x K
-  bytes and its M x taps copies of one pixel's input channels.
+  channels. MACs over ruy's padded blocks (M, N to 8 and K to 4 for its dot-product
+  kernel; M, N to 4 and K to 16 for its plain NEON one: both terms, the fit keeps what the
+  ISA's counts need), M x N (the output stage's requantisation), M x K (packing the
+  activations), and for every conv but a 1x1 stride-1 one the im2col buffer
+  (``optimized_integer_ops/conv.h``): its M x K bytes and its M x taps copies of one
+  pixel's input channels.
 * ``depthwise_conv:fast3x3`` / ``depthwise_conv:general`` (DEPTHWISE_CONV_2D): TFLite takes
   its aarch64 3x3 kernel (``depthwiseconv_uint8_3x3_filter.h``) only where
   ``Fast3x3FilterKernelSupported`` holds (:func:`fast_3x3_depthwise`); MACs and output
   elements, plus output rows x channels on the general path.
 * ``fully_connected``, ``conv_transpose``: MACs and output elements (and input elements).
 * ``max_pool`` / ``avg_pool``: output elements x window taps, output elements.
-* ``mean``: input and output elements.
-* every other kernel (element-wise, data movement, resize, softmax, the float <-> int8
-  conversions): output and input elements, per TFLite operator (a binary op whose inputs
-  differ in shape is its own kind, ``ADD:broadcast``).
+* ``mean:hw`` (a 4-D map averaged over height and width into a 4-D output: the optimized
+  int8 kernel) / ``mean:general`` (any other MEAN, a classifier's pool that drops the
+  shape included: the reference kernel, ~170x the instructions): input and output
+  elements.
+* a binary element-wise op (ADD, SUB, MUL, ...): output elements; one whose inputs differ
+  in shape is its own kind (``ADD:broadcast``).
+* data movement (CONCATENATION, SPLIT, TRANSPOSE, PAD, STRIDED_SLICE, ...): output
+  elements and the contiguous runs copied (:data:`MOVEMENT`).
+* every other kernel (activations, resize, softmax, the float <-> int8 conversions):
+  output and input elements, per TFLite operator.
 
-A kernel of a kind the table lacks gets no instruction count, and the forecast costs it as
-before (its op class's efficiency): :func:`instructions` returns None.
+A kernel of a kind the table lacks, or whose shapes are not static, gets no instruction
+count (:meth:`Table.predict` returns None), and the forecast costs it by its op class's
+efficiency as a unit without an ``isa`` does.
 """
 
 from __future__ import annotations
