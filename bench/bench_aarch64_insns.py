@@ -288,13 +288,10 @@ def micro_models(dest: Path) -> list[Path]:
 
 def models(a: argparse.Namespace) -> list[tuple[str, Path]]:
     """(set, model file): ``check`` for the published rows' architectures, ``train`` else."""
-    import csv
-
     from infercast.estimate.published.build import ensure
+    from infercast.estimate.published.data import load_rows
 
-    text = (REPO / "src/infercast/estimate/data/published-latency.csv").read_text()
-    rows = list(csv.DictReader(ln for ln in text.splitlines() if not ln.startswith("#")))
-    check = sorted({(r["recipe"], r["quant"]) for r in rows if r["target"] in CPU_TARGETS})
+    check = sorted({(r.recipe, r.quant) for r in load_rows() if r.target in CPU_TARGETS})
     built = ensure([*check, *EXTRA_MODELS])
     out = [("check", built[k]) for k in check]
     out += [("train", built[k]) for k in EXTRA_MODELS if k not in check]

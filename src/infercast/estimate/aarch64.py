@@ -59,6 +59,7 @@ from importlib import resources
 from typing import Any
 
 from infercast.ir.graph import Graph, Node
+from infercast.ir.views import same_pads
 
 ISAS = ("armv8.0", "armv8.2-dotprod")
 """ISA levels with a table: plain ARMv8.0 NEON (Cortex-A53, A57, A72) and ARMv8.2 with the
@@ -100,13 +101,11 @@ def _up(x: int, m: int) -> int:
 
 
 def same_padding(size: int, kernel: int, stride: int, dilation: int, padding: str) -> int:
-    """TFLite's leading pad of one spatial axis (``ComputePaddingHeightWidth``): for SAME,
-    half the total, rounded down; 0 for VALID."""
+    """TFLite's leading pad of one spatial axis: SAME's, rounded down (:func:`same_pads`);
+    0 for VALID."""
     if str(padding).upper() != "SAME":
         return 0
-    out = -(-size // stride)
-    eff = (kernel - 1) * dilation + 1
-    return max((out - 1) * stride + eff - size, 0) // 2
+    return same_pads(size, kernel, stride, dilation)[0]
 
 
 def _attr(op: OpShape, key: str, default: int = 1) -> int:

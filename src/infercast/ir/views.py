@@ -110,3 +110,12 @@ def _kernel_axes(layout: str) -> tuple[int, int | None, tuple[int, ...]]:
     """Positions of the output channels, input channels and spatial axes in ``layout``."""
     spatial = tuple(i for i, axis in enumerate(layout) if axis not in "OI1")
     return layout.index("O"), layout.index("I") if "I" in layout else None, spatial
+
+
+def same_pads(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
+    """TF ``SAME`` padding of one spatial axis (ONNX ``SAME_UPPER``; TFLite's
+    ``ComputePaddingHeightWidth``): (leading, trailing), the extra pixel at the end."""
+    eff = (kernel - 1) * dilation + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + eff - size, 0)
+    return total // 2, total - total // 2

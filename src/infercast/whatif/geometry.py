@@ -14,14 +14,6 @@ from infercast.whatif.ops import ints, short
 from infercast.whatif.spec import VariantError
 
 
-def same_pads(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
-    """TF ``SAME`` padding (ONNX ``SAME_UPPER``): the extra pixel goes at the end."""
-    eff = (kernel - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2, total - total // 2
-
-
 def pads_nothing(node: Node) -> bool:
     """The window op pads nothing itself (TFLite VALID, ONNX zero pads / VALID)."""
     pad = node.attrs.get("padding")

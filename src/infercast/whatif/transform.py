@@ -43,14 +43,13 @@ import numpy as np
 
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Quantization, Shape, Tensor
-from infercast.ir.views import kernel_dims
+from infercast.ir.views import kernel_dims, same_pads
 from infercast.ops.registry import OpContext, is_weight
 from infercast.whatif import tflite_shapes
 from infercast.whatif.geometry import (
     pads_nothing,
     remap_extent,
     remap_reshape,
-    same_pads,
     same_value,
     storage_bytes,
 )
