@@ -20,7 +20,10 @@ What it does:
    further int8 models of the same recipes (keras.applications, SSD, U-Net), and one-layer
    int8 models of the element-wise, pooling, resize and data-movement operators at 8 shapes
    (the published recipes' converter, ``recipes.convert``: per-channel int8, int8 input and
-   output). Every operator is cut into
+   output), and one-op models of TFLite's SSD post-processing (``TFLite_Detection_PostProcess``,
+   float by itself: the op of the SSD MobileNet v1 rebuild at other anchor, class and kept-box
+   counts, float and uint8 inputs, fast and regular NMS; fed as an SSD feeds it,
+   :func:`detection_inputs`). Every operator is cut into
    a one-operator model (``infercast.bench.runtimes.litert_ops.cut_single_ops``).
 3. Each one-operator model runs under ``qemu-aarch64 -cpu cortex-a76`` (ARMv8.2 with SDOT /
    UDOT: the ``armv8.2-dotprod`` table, as a Cortex-A55 runs it) and ``-cpu cortex-a53``
@@ -54,7 +57,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from infercast.estimate.aarch64 import DATA_FILE, OpShape, features, op_shape  # noqa: E402
+from infercast.estimate.aarch64 import (  # noqa: E402
+    DATA_FILE,
+    DETECTION,
+    OpShape,
+    features,
+    op_shape,
+)
 
 ISAS = {"armv8.2-dotprod": "cortex-a76", "armv8.0": "cortex-a53"}
 CPU_TARGETS = ("imx8mp-cpu", "imx93-cpu")
@@ -129,7 +138,9 @@ for k, f in enumerate(sys.argv[1:]):
         it = Interpreter(model_path=f, num_threads=1,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
         it.allocate_tensors()
-        for d in it.get_input_details():
+        side = f[: -len(".tflite")] + ".inputs.npz"
+        given = np.load(side) if os.path.exists(side) else None
+        for j, d in enumerate(it.get_input_details()):
             if np.issubdtype(d['dtype'], np.integer):
                 ii = np.iinfo(d['dtype'])
                 x = rng.integers(ii.min, ii.max, size=d['shape'], dtype=d['dtype'])
@@ -137,6 +148,8 @@ for k, f in enumerate(sys.argv[1:]):
                 x = rng.integers(0, 2, size=d['shape']).astype(bool)
             else:
                 x = rng.standard_normal(d['shape']).astype(d['dtype'])
+            if given is not None:
+                x = given[f"i{j}"].astype(d['dtype']).reshape(d['shape'])
             it.set_tensor(d['index'], x)
         it.invoke()
         mark(2 * k)
@@ -286,6 +299,85 @@ def micro_models(dest: Path) -> list[Path]:
     return paths
 
 
+DETECTION_SHAPES = [
+    (n, c, d) for n in (256, 768, 1917, 4000) for c in (1, 20, 90) for d in (10, 100)
+]
+DETECTION_REGULAR = [(n, c, 100) for n in (256, 1917) for c in (1, 20, 90)]
+
+
+def detection_inputs(model: Path) -> None:
+    """Inputs of a one-op SSD post-processing model as an SSD feeds it, written beside it
+    (``<model>.inputs.npz``, which the guest reads): box codes ~ N(0, 0.5) and post-sigmoid
+    class scores ~ U(0, 1), quantised where the inputs are uint8, so every anchor passes the
+    score threshold as on real images (standard-normal scores would drop half of a one-class
+    model's anchors)."""
+    import numpy as np
+
+    import infercast
+
+    g = infercast.load(model)
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for j, name in enumerate(g.inputs):
+        t = g.tensors[name]
+        shape = [int(v) for v in t.shape or ()]
+        boxes = bool(shape) and shape[-1] == 4
+        x = 0.5 * rng.standard_normal(shape) if boxes else rng.uniform(0.0, 1.0, shape)
+        if t.dtype.value == "uint8":
+            x = np.clip(np.round(x / 0.05 + 128) if boxes else np.floor(x * 256), 0, 255)
+        arrays[f"i{j}"] = x.astype(np.uint8 if t.dtype.value == "uint8" else np.float32)
+    np.savez(model.with_suffix(".inputs.npz"), **arrays)
+
+
+def detection_models(dest: Path, ssd: Path) -> list[Path]:
+    """One-op ``TFLite_Detection_PostProcess`` models (cached): the op of ``ssd`` (an SSD
+    rebuild) with N anchors (its own anchors repeated), C classes and D kept boxes, fast NMS
+    with float and with uint8 inputs (:data:`DETECTION_SHAPES`) and regular NMS with float
+    inputs (:data:`DETECTION_REGULAR`), written through the schema's object API."""
+    import flatbuffers
+    import numpy as np
+    from ai_edge_litert import schema_py_generated as schema
+    from flatbuffers import flexbuffers
+
+    from infercast.bench.runtimes.litert_ops import cut_single_ops
+
+    dest.mkdir(parents=True, exist_ok=True)
+    one = next(b for _, op, b in cut_single_ops(ssd.read_bytes()) if "Detection" in op)
+    assert one is not None
+    cases = [(s, False, q) for s in DETECTION_SHAPES for q in ("float", "uint8")]
+    cases += [(s, True, "float") for s in DETECTION_REGULAR]
+    paths = []
+    for (n, c, d), regular, q in cases:
+        kind = "regular" if regular else "fast"
+        p = dest / f"detection-{kind}-{q}_{n}x{c}x{d}.tflite"
+        paths.append(p)
+        if p.exists() and p.with_suffix(".inputs.npz").exists():
+            continue
+        m = schema.ModelT.InitFromPackedBuf(bytearray(one), 0)
+        sg, op = m.subgraphs[0], m.subgraphs[0].operators[0]
+        box, scores, anchors = (sg.tensors[i] for i in op.inputs[:3])
+        box.shape, scores.shape = [1, n, 4], [1, n, c + 1]
+        buf = m.buffers[anchors.buffer]
+        old = np.frombuffer(bytes(buf.data), np.float32).reshape(-1, 4)
+        buf.data = np.resize(old, (n, 4)).astype(np.float32).tobytes()
+        anchors.shape = [n, 4]
+        if q == "uint8":
+            for t, (scale, zero) in ((box, (0.05, 128)), (scores, (1 / 256, 0))):
+                qp = schema.QuantizationParametersT()
+                qp.scale, qp.zeroPoint = [scale], [zero]
+                t.type, t.quantization = schema.TensorType.UINT8, qp
+        opts = flexbuffers.Loads(bytes(op.customOptions))
+        opts.update(num_classes=c, max_detections=d, use_regular_nms=int(regular))
+        if regular:
+            opts["detections_per_class"] = 100
+        op.customOptions = list(flexbuffers.Dumps(opts))
+        b = flatbuffers.Builder(1024)
+        b.Finish(m.Pack(b), file_identifier=b"TFL3")
+        p.write_bytes(bytes(b.Output()))
+        detection_inputs(p)
+    return paths
+
+
 def models(a: argparse.Namespace) -> list[tuple[str, Path]]:
     """(set, model file): ``check`` for the published rows' architectures, ``train`` else."""
     from infercast.estimate.published.build import ensure
@@ -296,6 +388,8 @@ def models(a: argparse.Namespace) -> list[tuple[str, Path]]:
     out = [("check", built[k]) for k in check]
     out += [("train", built[k]) for k in EXTRA_MODELS if k not in check]
     out += [("train", p) for p in micro_models(Path(a.work) / "micro")]
+    ssd = built[("ssd_mobilenet_v1_300_pp", "int8pt")]
+    out += [("train", p) for p in detection_models(Path(a.work) / "detection", ssd)]
     return out
 
 
@@ -322,6 +416,8 @@ def dataset(a: argparse.Namespace) -> list[dict[str, Any]]:
                 continue
             f = d / f"{i:03d}_{name}.tflite"
             f.write_bytes(data)
+            if n.native_op == DETECTION:
+                detection_inputs(f)
             dts = [g.tensors[t].dtype.value for t in (*n.inputs[:1], *n.outputs[:1]) if t]
             entries.append({"set": part, "model": path.stem, "index": i, "file": str(f),
                             "dtypes": dts, "op": asdict(op_shape(g, n))})  # fmt: skip
@@ -405,11 +501,13 @@ def main() -> int:
     for isa in ISAS:
         rows = []
         for e in entries:
-            if e.get(isa) is None or not any(d in ("int8", "uint8") for d in e["dtypes"]):
+            int8 = any(d in ("int8", "uint8") for d in e["dtypes"])
+            if e.get(isa) is None or not (int8 or e["op"]["native"] == DETECTION):
                 continue
             op = e["op"]
             shape = OpShape(op["native"], op["ins"], op["outs"], op["attrs"],
-                            {int(k): v for k, v in op["consts"].items()})  # fmt: skip
+                            {int(k): v for k, v in op["consts"].items()},
+                            op.get("in_dtypes", ()))  # fmt: skip
             f = features(shape)
             if f is not None:
                 rows.append((e["set"], e["model"], f[0], f[1], float(e[isa])))
@@ -438,7 +536,9 @@ def main() -> int:
             f"the {sets['check']} int8 architectures of the i.MX CPU rows of "
             f"published-latency.csv, {sets['train'] - micro} further int8 models of the same "
             f"recipes (keras.applications, SSD, U-Net), {micro} one-layer models of this "
-            "script (element-wise, pooling, resize, data movement at 8 shapes)"
+            "script (element-wise, pooling, resize, data movement at 8 shapes; TFLite's SSD "
+            "post-processing at 4 anchor counts x 3 class counts x 2 kept-box counts, float "
+            "and uint8 inputs, and regular NMS at 6 sizes)"
         )
         prov["check"] = {
             isa: "fitted on the keras.applications and one-layer models only, then predicting "

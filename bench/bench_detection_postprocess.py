@@ -14,9 +14,22 @@ anchors x 91 scores; ``ssd_mobilenet_v2_face_320_pp``: 2034 x 2), profiles them 
 prints, for the post-processing op: the counted FLOPs, the measured time, the host target's
 forecast of that op, their ratio, and the rate in FLOPs per cycle at the host's clock.
 
+``--aarch64`` counts instead the instructions the op executes on AArch64 (LiteRT's aarch64
+wheel under ``qemu-aarch64``, one invoke after a warm-up one: the emulator, arm64 Python and
+counting plugin of ``bench/bench_aarch64_insns.py --setup``), for ``-cpu cortex-a53`` and
+``cortex-a76``, on the op cut from each SSD both as the rebuilds have it (float inputs, after
+the model's own DEQUANTIZEs) and with uint8 inputs (as TF's and Coral's shipped SSD files feed
+it: the op dequantises them itself). It prints the instructions per counted FLOP, and the
+FLOPs a cycle that gives at the Cortex-A53's fitted instruction rate
+(``imx8mp-cpu``'s ``units.cpu.instructions_per_cycle``): the rate ``_imx8mp.toml`` states.
+The guest feeds standard-normal floats and uniform uint8 (``bench_aarch64_insns.GUEST_PY``):
+every anchor passes the exporters' score threshold (0 or 1e-8), so the IoU loop runs near its
+worst case, as it does on real images.
+
 Usage::
 
     python bench/bench_detection_postprocess.py [--runs 50] [--repeats 3]
+    python bench/bench_detection_postprocess.py --aarch64
 """
 
 from __future__ import annotations
@@ -46,11 +59,84 @@ def _measured_s(path: Path, runs: int, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _uint8_inputs(data: bytes) -> bytes:
+    """The one-op model with its float inputs made uint8 (box codes at scale 0.05 around 128,
+    scores at 1/256), as the shipped per-tensor SSD files feed the op."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    m = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    sg = m.subgraphs[0]
+    for ti in sg.inputs:
+        t = sg.tensors[ti]
+        q = schema.QuantizationParametersT()
+        boxes = int(t.shape[-1]) == 4
+        q.scale, q.zeroPoint = ([0.05], [128]) if boxes else ([1 / 256], [0])
+        t.type, t.quantization = schema.TensorType.UINT8, q
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def aarch64(work: Path) -> int:
+    """Instructions of the op on AArch64 against the table's (see the module docstring)."""
+    import shutil
+
+    import infercast
+    from infercast.bench.runtimes.litert_ops import cut_single_ops
+    from infercast.estimate.aarch64 import op_shape, table
+    from infercast.estimate.published.build import ensure
+    from infercast.targets import load_target
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import bench_aarch64_insns as insns
+
+    a = argparse.Namespace(root="/opt/arm64", site="/opt/arm64site",
+                           plugin="/opt/qplug/libicount.so", work=str(work))  # fmt: skip
+    if not shutil.which("qemu-aarch64") or not Path(a.plugin).exists():
+        print("qemu-aarch64 or the plugin is missing: run bench_aarch64_insns.py --setup")
+        return 2
+    work.mkdir(parents=True, exist_ok=True)
+    ipc = load_target("imx8mp-cpu").calibration.values["units.cpu.instructions_per_cycle"]
+    files: dict[str, str] = {}
+    for (recipe, _), path in ensure([(r, "int8pt") for r in RECIPES]).items():
+        one = next(b for _, op, b in cut_single_ops(path.read_bytes()) if "Detection" in op)
+        assert one is not None
+        for kind, data in (("float", one), ("uint8", _uint8_inputs(one))):
+            f = work / f"{recipe}_{kind}.tflite"
+            f.write_bytes(data)
+            insns.detection_inputs(f)
+            files[str(f)] = f"{recipe} ({kind} inputs)"
+    counts = {cpu: insns.count(list(files), cpu, a) for cpu in ("cortex-a53", "cortex-a76")}
+    print(
+        f"instructions of one TFLite_Detection_PostProcess (LiteRT aarch64, qemu), fed as an "
+        f"SSD feeds it; Cortex-A53 at {ipc:.4f} instructions a cycle (imx8mp-cpu fit)"
+    )
+    print(f"{'op':44s} {'FLOPs':>7s} {'A53 insns':>10s} {'table':>10s} {'ratio':>6s} "
+          f"{'A76 insns':>10s} {'insns/FLOP':>10s} {'FLOP/cycle':>10s}")  # fmt: skip
+    for f, name in files.items():
+        g = infercast.load(f)
+        node = next(n for n in g.nodes if n.op == "detection_postprocess")
+        flops = next(x.flops for x in infercast.analyze(g).layers if x.index == node.index) or 0
+        a53, a76 = counts["cortex-a53"].get(f), counts["cortex-a76"].get(f)
+        pred = table().predict("armv8.0", op_shape(g, node))
+        if a53 is None or a76 is None or not flops or pred is None:
+            print(f"{name:44s} failed")
+            continue
+        print(f"{name:44s} {flops:7d} {a53:10.0f} {pred:10.0f} {pred / a53:6.2f} {a76:10.0f} "
+              f"{a53 / flops:10.2f} {ipc * flops / a53:10.3f}")  # fmt: skip
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--aarch64", action="store_true", help="count AArch64 instructions (qemu)")
+    ap.add_argument("--work", default=str(Path.home() / ".cache/infercast/detection-insns"))
     args = ap.parse_args()
+    if args.aarch64:
+        return aarch64(Path(args.work))
 
     import infercast
     from infercast.estimate.published.build import ensure

@@ -92,17 +92,49 @@ def test_the_fast_nms_cost_follows_the_kernel(ssd: Path) -> None:
 @pytest.mark.parametrize(
     ("target", "clock_hz"), [("imx8mp-npu-vx", 1.8e9), ("edgetpu-pcie", 1.5e9)]
 )
-def test_an_a53_runs_the_post_processing_at_its_measured_rate(
+def test_an_a53_runs_the_post_processing_as_its_instructions(
     ssd: Path, target: str, clock_hz: float
 ) -> None:
     """On a Cortex-A53 host (the i.MX 8M Plus at 1.8 GHz; the Coral Dev Board's i.MX 8M at
-    1.5 GHz) the op runs at 0.43 FLOP a cycle on one core: this host's measured rate scaled
-    by the two cores' single-thread 7-Zip ratings (``_imx8mp.toml``), not the 1.0 of a core
-    that states none. Its compute time is the counted FLOPs at that rate."""
-    (counted,) = [x for x in analyze(ssd).layers if x.op == "detection_postprocess"]
+    1.5 GHz, both ``isa = "armv8.0"``) the op costs the AArch64 instructions the table gives
+    its shape (``detection:fast``: counted under QEMU by ``bench/bench_aarch64_insns.py``) at
+    the A53's instruction rate, on one core; a CPU without an ``isa`` (the Raspberry Pi 4
+    host of ``edgetpu-usb-rpi4``) keeps the counted FLOPs at its scalar rate."""
+    from infercast.estimate.aarch64 import op_shape, table
+    from infercast.estimate.forecast import Params
+    from infercast.targets import load_target
+
+    g = load(ssd)
+    node = _post(g)
+    insns = table().predict("armv8.0", op_shape(g, node))
+    assert insns is not None and insns > 1e6  # ~1.9 M: 3.7 instructions a counted FLOP
+    ipc = Params.of(load_target(target)).ipc["cpu"]
     (layer,) = [x for x in estimate(ssd, target).layers if x.op == "detection_postprocess"]
+    assert layer.compute_s == pytest.approx(insns / (clock_hz * ipc), rel=1e-6)
+    (counted,) = [x for x in analyze(ssd).layers if x.op == "detection_postprocess"]
+    (rpi,) = [x for x in estimate(ssd, "edgetpu-usb-rpi4").layers if x.op == counted.op]
     assert counted.flops is not None
-    assert layer.compute_s == pytest.approx(counted.flops / (0.432 * clock_hz), rel=0.01)
+    assert rpi.compute_s == pytest.approx(counted.flops / 1.5e9, rel=0.01)  # 1 FLOP a cycle
+
+
+def test_the_instruction_terms_follow_the_kernel(ssd: Path) -> None:
+    """The ``detection:*`` terms (``infercast.estimate.aarch64``) read N, C and D as the cost
+    rule does: fast NMS scans N x C scores, decodes N boxes, compares at most D x N pairs and
+    sorts N; uint8 inputs add their dequantisation (N x (C + 1) scores, N box codes); regular
+    NMS repeats the NMS per class."""
+    import dataclasses
+
+    from infercast.estimate.aarch64 import features, op_shape
+
+    shape = op_shape(load(ssd), _post(load(ssd)))
+    n, c, d, log2n = ANCHORS, 90, 10, 11
+    assert features(shape) == ("detection:fast", [n * c, 0, 0, n, d * n, n * log2n, 1])
+    u8 = dataclasses.replace(shape, in_dtypes=["uint8", "uint8", "float32"])
+    assert features(u8) == ("detection:fast", [n * c, n * (c + 1), n, n, d * n, n * log2n, 1])
+    regular = {**shape.attrs, "use_regular_nms": True, "detections_per_class": 100}
+    kind, terms = features(dataclasses.replace(shape, attrs=regular)) or ("", [])
+    assert kind == "detection:regular"
+    assert terms == [c * n, c * n * log2n, c * 100 * n, 0, 0, n, 1]
 
 
 def test_regular_nms_pays_one_nms_per_class(ssd: Path, tmp_path: Path) -> None:

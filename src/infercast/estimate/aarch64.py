@@ -42,6 +42,16 @@ Kinds and their terms (each model also has a constant: the kernel's per-call wor
   elements and the contiguous runs copied (:data:`MOVEMENT`).
 * every other kernel (activations, resize, softmax, the float <-> int8 conversions):
   output and input elements, per TFLite operator.
+* ``detection:fast`` / ``detection:regular``: TFLite's SSD post-processing
+  (``TFLite_Detection_PostProcess``, ``kernels/detection_postprocess.cc``: scalar C++, float
+  whatever the model's type, so it is priced here even though it is not an int8 kernel). For
+  N anchors, C classes, D kept boxes: fast NMS (the exporters' default) scans each anchor's
+  C scores for its best (N x C, by ``1 + log2`` of the classes kept per anchor), decodes N
+  boxes, sorts the N best scores (N log2 N) and compares each of at most D kept boxes with
+  every remaining one (D x N IoUs, the worst case, which random and real scores both reach
+  since every anchor passes the exporters' score threshold); regular NMS does that per class
+  (C x N, C x N log2 N, C x min(per-class detections, N) x N). Uint8 / int8 inputs add their
+  dequantisation (N x (C + 1) scores and N box codes).
 
 A kernel of a kind the table lacks, or whose shapes are not static, gets no instruction
 count (:meth:`Table.predict` returns None), and the forecast costs it by its op class's
@@ -80,6 +90,8 @@ class OpShape:
     consts: Mapping[int, Sequence[int]] = field(default_factory=dict)
     """Values of the small integer constant inputs, by input position (a TRANSPOSE's
     permutation, a SPLIT's axis, a STRIDED_SLICE's strides)."""
+    in_dtypes: Sequence[str] = ()
+    """The inputs' element types (``DType`` values: ``"float32"``, ``"uint8"`` ...)."""
 
 
 Dims = list[int]
@@ -162,6 +174,29 @@ MOVEMENT = frozenset(
 )  # fmt: skip
 """Data-movement kernels: their cost is per element copied and per contiguous run copied
 (a memcpy's set-up), so both are terms (:func:`_copy_runs`)."""
+DETECTION = "custom:TFLite_Detection_PostProcess"
+
+
+def _log2(n: int) -> float:
+    return float(max(math.ceil(math.log2(n)), 1)) if n > 1 else 0.0
+
+
+def _detection(op: OpShape, box: Dims, scores: Dims) -> tuple[str, list[float]] | None:
+    """(kind, terms) of TFLite's SSD post-processing (the module docstring)."""
+    if len(box) < 2 or not scores:
+        return None
+    n, with_bg = box[-2], scores[-1]
+    classes = max(_attr(op, "num_classes", with_bg - 1), 1)
+    d = max(_attr(op, "max_detections", 10), 0)
+    q = float(any(t in ("uint8", "int8") for t in op.in_dtypes[:2]))
+    dequant = [q * n * with_bg, q * n]
+    if bool(op.attrs.get("use_regular_nms", False)):
+        per_class = min(max(_attr(op, "detections_per_class", 100), 1), n)
+        terms = [classes * n, classes * n * _log2(n), classes * per_class * n]
+        return "detection:regular", [*terms, *dequant, float(n), 1.0]
+    keep = max(_attr(op, "max_classes_per_detection", 1), 1)
+    scan = n * classes * (1.0 + _log2(min(keep, classes)))
+    return "detection:fast", [scan, *dequant, float(n), min(d, n) * n, n * _log2(n), 1.0]
 
 
 def features(op: OpShape) -> tuple[str, list[float]] | None:
@@ -176,6 +211,8 @@ def features(op: OpShape) -> tuple[str, list[float]] | None:
     out_elems = float(sum(_prod(s) for s in outs if s is not None))
     n = op.native
     w = ins[1] if len(ins) > 1 else None
+    if n == DETECTION:
+        return _detection(op, ins[0], w) if w is not None else None
     if n == "CONV_2D":
         if w is None or len(w) != 4 or len(o0) != 4:
             return None
@@ -312,4 +349,5 @@ def op_shape(graph: Graph, node: Node) -> OpShape:
         outs=[shape(t) for t in node.outputs],
         attrs=dict(node.attrs),
         consts=consts,
+        in_dtypes=[graph.tensors[t].dtype.value if t in graph.tensors else "" for t in node.inputs],
     )

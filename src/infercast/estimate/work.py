@@ -1703,20 +1703,23 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
         max_threads=builtin_int8_threads(dev, anchor, rows, depth) if builtin else 0,
         npu_cycles=ew,
-        instructions=_instructions(target, lp.unit, dev, members) if builtin else 0.0,
+        instructions=_instructions(target, lp.unit, dev, members)
+        if builtin or anchor.op == "detection_postprocess"
+        else 0.0,
     )
 
 
 def _instructions(target: Target, unit: str, graph: Graph, members: Sequence[Node]) -> float:
     """Instructions of a kernel on a unit that states its Arm ``isa``: the sum over its
-    members (each a TFLite built-in int8 operator) of :mod:`infercast.estimate.aarch64`'s
+    members (each a TFLite built-in int8 operator, or TFLite's SSD post-processing, whose
+    scalar C++ is the same on every CPU back-end) of :mod:`infercast.estimate.aarch64`'s
     prediction; 0 where the unit states none or any member is not in the table."""
     isa = target.units[unit].isa
     if not isa:
         return 0.0
     total = 0.0
     for n in members:
-        if not builtin_int8(target, unit, graph, n):
+        if n.op != "detection_postprocess" and not builtin_int8(target, unit, graph, n):
             return 0.0
         v = table().predict(isa, op_shape(graph, n))
         if v is None:
