@@ -57,13 +57,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from infercast.estimate.aarch64 import (  # noqa: E402
-    DATA_FILE,
-    DETECTION,
-    OpShape,
-    features,
-    op_shape,
-)
+from infercast.estimate.aarch64 import DATA_FILE, DETECTION, OpShape, features, op_shape  # noqa: E402
 
 ISAS = {"armv8.2-dotprod": "cortex-a76", "armv8.0": "cortex-a53"}
 CPU_TARGETS = ("imx8mp-cpu", "imx93-cpu")
