@@ -172,3 +172,18 @@ def test_serial_ops_must_be_a_list_of_strings(tmp_path: Path) -> None:
     bad.write_text(body)
     with pytest.raises(TargetError, match="serial_ops"):
         load_target(str(bad))
+
+
+def test_the_imx8mp_npu_runs_a_leaky_relu_as_a_layer_of_its_own(leaky: dict[str, Path]) -> None:
+    """The i.MX 8M Plus NPU driver merges only ReLU / ReLU1 / ReLU6 into the NN core's conv
+    (no leaky ReLU in the NN job on that chip: its hardware-database entry has NN_LEAKY_RELU
+    0; ``_imx8mp-npu.toml``): each LEAKY_RELU is a kernel of its own on the accelerator, with
+    its own per-layer cost. A target stating no such list (the K210's KPU, whose conv layer
+    takes a leaky ReLU) merges it."""
+    vx = estimate(leaky["int8"], "imx8mp-npu-vx")
+    layers = [ly for ly in vx.layers if ly.native_op == "LEAKY_RELU"]
+    assert len(layers) == 2
+    assert all(ly.unit == "npu" and ly.bound != "fused" and ly.overhead_s > 0 for ly in layers)
+    assert "leaky_relu" not in load_target("imx8mp-npu-nnapi").placement.accelerator_activations
+    kpu = estimate(leaky["int8"], "k210-kpu")
+    assert {ly.bound for ly in kpu.layers if ly.native_op == "LEAKY_RELU"} == {"fused"}

@@ -259,6 +259,7 @@ def kernels(
     accelerator_fuses_residual: bool = True,
     gate_fused: bool = False,
     unit: Mapping[int, str] | None = None,
+    accelerator_activations: frozenset[str] = frozenset(),
 ) -> list[Kernel]:
     """Group the non-folded nodes of ``graph`` into kernels, in execution order.
 
@@ -271,6 +272,8 @@ def kernels(
     (:func:`_swish_mul`). ``unit`` maps a node index to the unit placement gave it: a group
     never spans two units either (an accelerator's engines are separate jobs: the
     VeriSilicon driver runs a MUL on its shader, never inside the NN core's conv).
+    ``accelerator_activations``, when not empty: the only activations an op on the
+    accelerator absorbs (its compiler merges no other into the conv job).
     """
     proc = processor or {}
     engine = unit or {}
@@ -315,6 +318,13 @@ def kernels(
                     continue
                 kind = follower_kind(graph, nxt, current)
                 if kind is None or (kind == "residual" and residual_used):
+                    break
+                if (
+                    kind == "activation"
+                    and accelerator_activations
+                    and proc.get(node.index, "") == "accelerator"
+                    and nxt.op not in accelerator_activations
+                ):
                     break
                 if kind == "residual" and _separate_residual(
                     graph, proc.get(node.index, ""), accelerator_fuses_residual

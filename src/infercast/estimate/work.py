@@ -1314,7 +1314,9 @@ def _groups(dev: Graph, report: PlacementReport, fuse: bool) -> tuple[list[Kerne
     elided = elided_transposes(dev)
     pl = report.target.placement
     gate = pl.gated_activation == "fused"
-    return kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate, unit), elided
+    acts = frozenset(pl.accelerator_activations)
+    groups = kernels(dev, proc, elided, pl.accelerator_fuses_residual, gate, unit, acts)
+    return groups, elided
 
 
 def builtin_int8(target: Target, unit: str, graph: Graph, node: Node) -> bool:

@@ -310,6 +310,12 @@ class Placement:
     """The accelerator's compiler folds a residual ``add`` of two feature maps into the conv
     before it (one kernel); False: it runs the add as its own operation (Arm Vela on
     Ethos-U: an elementwise NPU operation with its own cycles in ``--verbose-performance``)."""
+    accelerator_activations: tuple[str, ...] = ()
+    """The standalone activations (infercast op names) the accelerator's compiler merges into
+    the conv or fully-connected layer before them; any other stays a kernel of its own on the
+    accelerator. Empty: every activation merges (the default). The VeriSilicon NN cores of
+    the i.MX 8M Plus merge ReLU, ReLU1 and ReLU6 only: no leaky ReLU or PReLU in the NN job
+    on that chip (``_imx8mp-npu.toml``)."""
     compiled_op: str = ""
     """The op a model already compiled for this accelerator carries in place of the layers
     the toolchain mapped (the Edge TPU: ``custom:edgetpu-custom-op``). In such a model that
