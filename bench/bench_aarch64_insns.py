@@ -299,6 +299,13 @@ DETECTION_SHAPES = [
 DETECTION_REGULAR = [(n, c, 100) for n in (256, 1917) for c in (1, 20, 90)]
 
 
+BOX_QUANT = (0.05, 128)
+"""(scale, zero point) of the uint8 box codes of :func:`detection_variant` (codes within
+about +-6, as an SSD's are)."""
+SCORE_QUANT = (1 / 256, 0)
+"""(scale, zero point) of its uint8 post-sigmoid class scores."""
+
+
 def detection_inputs(model: Path) -> None:
     """Inputs of a one-op SSD post-processing model as an SSD feeds it, written beside it
     (``<model>.inputs.npz``, which the guest reads): box codes ~ N(0, 0.5) and post-sigmoid
@@ -318,21 +325,58 @@ def detection_inputs(model: Path) -> None:
         boxes = bool(shape) and shape[-1] == 4
         x = 0.5 * rng.standard_normal(shape) if boxes else rng.uniform(0.0, 1.0, shape)
         if t.dtype.value == "uint8":
-            x = np.clip(np.round(x / 0.05 + 128) if boxes else np.floor(x * 256), 0, 255)
+            (bs, bz), (ss, sz) = BOX_QUANT, SCORE_QUANT
+            x = np.clip(np.round(x / bs + bz) if boxes else np.floor(x / ss) + sz, 0, 255)
         arrays[f"i{j}"] = x.astype(np.uint8 if t.dtype.value == "uint8" else np.float32)
     np.savez(model.with_suffix(".inputs.npz"), **arrays)
 
 
-def detection_models(dest: Path, ssd: Path) -> list[Path]:
-    """One-op ``TFLite_Detection_PostProcess`` models (cached): the op of ``ssd`` (an SSD
-    rebuild) with N anchors (its own anchors repeated), C classes and D kept boxes, fast NMS
-    with float and with uint8 inputs (:data:`DETECTION_SHAPES`) and regular NMS with float
-    inputs (:data:`DETECTION_REGULAR`), written through the schema's object API."""
+def detection_variant(
+    one: bytes,
+    size: tuple[int, int, int] | None = None,
+    *,
+    regular: bool = False,
+    uint8: bool = False,
+) -> bytes:
+    """The one-op ``TFLite_Detection_PostProcess`` model ``one`` (cut from an SSD rebuild)
+    changed through the schema's object API: ``size`` (N anchors, its own anchors repeated;
+    C classes; D kept boxes), regular NMS (100 boxes a class), uint8 inputs (as the shipped
+    per-tensor SSD files feed the op: :data:`BOX_QUANT`, :data:`SCORE_QUANT`)."""
     import flatbuffers
     import numpy as np
     from ai_edge_litert import schema_py_generated as schema
     from flatbuffers import flexbuffers
 
+    m = schema.ModelT.InitFromPackedBuf(bytearray(one), 0)
+    sg, op = m.subgraphs[0], m.subgraphs[0].operators[0]
+    box, scores, anchors = (sg.tensors[i] for i in op.inputs[:3])
+    opts = flexbuffers.Loads(bytes(op.customOptions))
+    if size is not None:
+        n, c, d = size
+        box.shape, scores.shape = [1, n, 4], [1, n, c + 1]
+        buf = m.buffers[anchors.buffer]
+        old = np.frombuffer(bytes(buf.data), np.float32).reshape(-1, 4)
+        buf.data = np.resize(old, (n, 4)).astype(np.float32).tobytes()
+        anchors.shape = [n, 4]
+        opts.update(num_classes=c, max_detections=d)
+    if regular:
+        opts.update(use_regular_nms=1, detections_per_class=100)
+    op.customOptions = list(flexbuffers.Dumps(opts))
+    if uint8:
+        for t, (scale, zero) in ((box, BOX_QUANT), (scores, SCORE_QUANT)):
+            qp = schema.QuantizationParametersT()
+            qp.scale, qp.zeroPoint = [scale], [zero]
+            t.type, t.quantization = schema.TensorType.UINT8, qp
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def detection_models(dest: Path, ssd: Path) -> list[Path]:
+    """One-op ``TFLite_Detection_PostProcess`` models (cached, :func:`detection_variant`):
+    fast NMS with float and with uint8 inputs (:data:`DETECTION_SHAPES`) and regular NMS
+    with float inputs (:data:`DETECTION_REGULAR`), each with its inputs
+    (:func:`detection_inputs`)."""
     from infercast.bench.runtimes.litert_ops import cut_single_ops
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -347,27 +391,7 @@ def detection_models(dest: Path, ssd: Path) -> list[Path]:
         paths.append(p)
         if p.exists() and p.with_suffix(".inputs.npz").exists():
             continue
-        m = schema.ModelT.InitFromPackedBuf(bytearray(one), 0)
-        sg, op = m.subgraphs[0], m.subgraphs[0].operators[0]
-        box, scores, anchors = (sg.tensors[i] for i in op.inputs[:3])
-        box.shape, scores.shape = [1, n, 4], [1, n, c + 1]
-        buf = m.buffers[anchors.buffer]
-        old = np.frombuffer(bytes(buf.data), np.float32).reshape(-1, 4)
-        buf.data = np.resize(old, (n, 4)).astype(np.float32).tobytes()
-        anchors.shape = [n, 4]
-        if q == "uint8":
-            for t, (scale, zero) in ((box, (0.05, 128)), (scores, (1 / 256, 0))):
-                qp = schema.QuantizationParametersT()
-                qp.scale, qp.zeroPoint = [scale], [zero]
-                t.type, t.quantization = schema.TensorType.UINT8, qp
-        opts = flexbuffers.Loads(bytes(op.customOptions))
-        opts.update(num_classes=c, max_detections=d, use_regular_nms=int(regular))
-        if regular:
-            opts["detections_per_class"] = 100
-        op.customOptions = list(flexbuffers.Dumps(opts))
-        b = flatbuffers.Builder(1024)
-        b.Finish(m.Pack(b), file_identifier=b"TFL3")
-        p.write_bytes(bytes(b.Output()))
+        p.write_bytes(detection_variant(one, (n, c, d), regular=regular, uint8=q == "uint8"))
         detection_inputs(p)
     return paths
 

@@ -59,25 +59,6 @@ def _measured_s(path: Path, runs: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-def _uint8_inputs(data: bytes) -> bytes:
-    """The one-op model with its float inputs made uint8 (box codes at scale 0.05 around 128,
-    scores at 1/256), as the shipped per-tensor SSD files feed the op."""
-    import flatbuffers
-    from ai_edge_litert import schema_py_generated as schema
-
-    m = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
-    sg = m.subgraphs[0]
-    for ti in sg.inputs:
-        t = sg.tensors[ti]
-        q = schema.QuantizationParametersT()
-        boxes = int(t.shape[-1]) == 4
-        q.scale, q.zeroPoint = ([0.05], [128]) if boxes else ([1 / 256], [0])
-        t.type, t.quantization = schema.TensorType.UINT8, q
-    b = flatbuffers.Builder(1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
-
-
 def aarch64(work: Path) -> int:
     """Instructions of the op on AArch64 against the table's (see the module docstring)."""
     import shutil
@@ -102,7 +83,7 @@ def aarch64(work: Path) -> int:
     for (recipe, _), path in ensure([(r, "int8pt") for r in RECIPES]).items():
         one = next(b for _, op, b in cut_single_ops(path.read_bytes()) if "Detection" in op)
         assert one is not None
-        for kind, data in (("float", one), ("uint8", _uint8_inputs(one))):
+        for kind, data in (("float", one), ("uint8", insns.detection_variant(one, uint8=True))):
             f = work / f"{recipe}_{kind}.tflite"
             f.write_bytes(data)
             insns.detection_inputs(f)

@@ -1705,9 +1705,7 @@ def _work_of(ctx: _Context, k: Kernel) -> Work:
         im2col_bytes=rows * depth if builtin and anchor.op == "conv" and not pointwise else 0,
         max_threads=builtin_int8_threads(dev, anchor, rows, depth) if builtin else 0,
         npu_cycles=ew,
-        instructions=_instructions(target, lp.unit, dev, members)
-        if builtin or anchor.op == "detection_postprocess"
-        else 0.0,
+        instructions=_instructions(target, lp.unit, dev, members),
     )
 
 
