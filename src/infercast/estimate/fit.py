@@ -215,6 +215,8 @@ class Batch:
         cols["sp_bw"].append(self._param(skey) if sb > 0 else -1)
         cols["stalls"].append(1.0 if u in p.memory_stalls else 0.0)
         cols["inv"].append(0.0 if s.device_only else float(w.invokes))
+        for x in w.permutes:  # a kernel of its own, charged to this one (Work.permutes)
+            self._add(cols, si, s, x, free)
 
     def _mem(self, m: str | None) -> int:
         return -1 if m is None else self._param(f"memories.{m}.bandwidth_bytes_per_s")

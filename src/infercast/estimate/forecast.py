@@ -425,12 +425,20 @@ class Times:
     """The extra pass over a per-channel conv's output (:func:`per_channel_pass_time`)."""
     stalls: bool = False
     """The unit waits on the memory traffic: compute and memory add (``memory_stalls``)."""
+    layout_s: float = 0.0
+    """The layout permutes the runtime inserts for the kernel (:attr:`Work.permutes`)."""
 
     @property
     def latency_s(self) -> float:
         both = self.compute_s + self.memory_s if self.stalls else max(self.compute_s, self.memory_s)
         return (
-            both + self.overhead_s + self.transfer_s + self.rewrite_s + self.spill_s + self.pass_s
+            both
+            + self.overhead_s
+            + self.transfer_s
+            + self.rewrite_s
+            + self.spill_s
+            + self.pass_s
+            + self.layout_s
         )
 
 
@@ -544,6 +552,7 @@ def kernel_time(w: Work, p: Params) -> Times:
         spill,
         per_channel_pass_time(w, p),
         stalls=w.unit in p.memory_stalls,
+        layout_s=sum((kernel_time(x, p).latency_s for x in w.permutes), 0.0),
     )
 
 
@@ -560,7 +569,7 @@ def bound_of(w: Work, t: Times) -> Bound:
         return "unknown"
     terms: dict[Bound, float] = {
         "compute": t.compute_s,
-        "memory": t.memory_s + t.spill_s + t.pass_s,
+        "memory": t.memory_s + t.spill_s + t.pass_s + t.layout_s,
         "overhead": t.overhead_s,
         "transfer": t.transfer_s,
         "fallback": t.rewrite_s,
@@ -598,6 +607,9 @@ class LayerForecast:
     rewrite_s: float
     latency_s: float
     bound: Bound
+    layout_s: float = 0.0
+    """Of ``latency_s``, the layout permutes the accelerator's runtime inserts for this
+    layer (:mod:`infercast.estimate.layout`): data movement, in the ``memory`` bound."""
 
     @property
     def fused_into(self) -> int | None:
@@ -669,6 +681,7 @@ class Forecast:
             "memory_s": sum(ly.memory_s for ly in self.layers),
             "overhead_s": sum(ly.overhead_s for ly in self.layers),
             "transfer_s": sum(ly.transfer_s for ly in self.layers),
+            "layout_s": sum(ly.layout_s for ly in self.layers),
             "ops": sum(ly.ops or 0 for ly in self.layers),
             "kernels": sum(1 for ly in self.layers if ly.bound not in ("fused", "elided")),
             "by_bound_s": self.by_bound(),
@@ -884,6 +897,7 @@ def _layers(
                     rewrite_s=t.rewrite_s if first else 0.0,
                     latency_s=t.latency_s if first else 0.0,
                     bound=bound if first else "fused",
+                    layout_s=t.layout_s if first else 0.0,
                 )
             )
     layers.sort(key=lambda ly: ly.index)
@@ -1054,6 +1068,15 @@ def assemble(
     if report.graph.subgraphs:
         all_notes.append(
             "loop / branch bodies are costed through their calling op's arithmetic only"
+        )
+    permutes = [x for _k, w in works for x in w.permutes]
+    if permutes:
+        secs = sum(ly.layout_s for ly in layers)
+        elems = sum(x.ops for x in permutes)
+        all_notes.append(
+            f"layout: the runtime inserts {len(permutes)} permute(s) between channels-last "
+            f"and channels-first maps ({elems:.0f} elements), {secs * 1e3:.3g} ms, in the "
+            "latency of the layers that need them (layout_s; infercast.estimate.layout)"
         )
     nfused = sum(1 for ly in layers if ly.bound == "fused")
     if nfused:

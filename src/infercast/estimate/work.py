@@ -30,6 +30,7 @@ from infercast.estimate.ethos_blocks import (
     memory_transfer_factor,
 )
 from infercast.estimate.fusion import Kernel, elided_transposes, kernels
+from infercast.estimate.layout import layout_permutes
 from infercast.ir.dtypes import DType
 from infercast.ir.graph import Graph, Node, Tensor
 from infercast.ir.views import ShapeUnknownError, activation_dims, kernel_dims, static_shape
@@ -192,6 +193,10 @@ class Work:
     """The most threads the runtime splits this kernel over, whatever the count asked for
     (0: no limit): TFLite's built-in int8 GEMMs and depthwise convs size their thread count
     to the work (:func:`builtin_int8_threads`)."""
+    permutes: tuple[Work, ...] = ()
+    """The layout permutes the accelerator's runtime inserts for this kernel (before its
+    inputs, or after an output the graph returns or the CPU reads), each a movement
+    kernel of its own on the accelerator (:func:`permute_works`)."""
     invokes: int = 0
     """Accelerator calls this kernel opens beyond the inference's first, each at the
     calibrated per-inference cost (``calibration.invoke_overhead_s``): the first kernel of
@@ -1728,6 +1733,50 @@ def _instructions(target: Target, unit: str, graph: Graph, members: Sequence[Nod
     return total
 
 
+def permute_works(
+    dev: Graph, report: PlacementReport, target: Target, works: list[tuple[Kernel, Work]]
+) -> list[tuple[Kernel, Work]]:
+    """``works`` with the layout permutes of :func:`~infercast.estimate.layout.
+    layout_permutes` attached to the kernels they are charged to (:attr:`Work.permutes`):
+    each a ``movement`` kernel on the accelerator that reads and writes the tensor once."""
+    pl = target.placement
+    if not pl.channels_first_ops or pl.accelerator is None:
+        return works
+    on_acc = {ly.index: ly.processor == "accelerator" for ly in report.layers}
+    found = layout_permutes(
+        dev, on_acc, frozenset(pl.channels_first_ops), frozenset(pl.layout_reset_ops)
+    )
+    if not found:
+        return works
+    kernel_of = {m: i for i, (k, _w) in enumerate(works) for m in k.members}
+    extra: dict[int, list[Work]] = {}
+    a_mem = _activation_memory(target, True)
+    for at, name in found:
+        i = kernel_of.get(at)
+        t = dev.tensors[name]
+        key, _exact = peak_key(target, pl.accelerator, dtype_key(t.dtype))
+        if i is None or t.elements is None or t.nbytes is None or key is None:
+            continue
+        extra.setdefault(i, []).append(
+            Work(
+                unit=pl.accelerator,
+                op_class="movement",
+                dtype=key,
+                ops=float(t.elements),
+                shape_factor=1.0,
+                act_bytes=2 * t.nbytes,
+                weight_bytes=0,
+                streamed_bytes=0,
+                act_memory=a_mem,
+                weight_memory=None,
+            )
+        )
+    return [
+        (k, replace(w, permutes=tuple(extra[i])) if i in extra else w)
+        for i, (k, w) in enumerate(works)
+    ]
+
+
 def _cpu_nodes(report: PlacementReport, target: Target) -> frozenset[int] | None:
     """The nodes placed on the CPU, for a target with NXP's Vela schedule; else None."""
     if not nxp_vela_schedule(target):
@@ -1765,6 +1814,7 @@ def build_works(
         for anchor, sizes in copy_out.items():
             ctx.readbacks.setdefault(anchor, []).extend(sizes)
     out = [(k, _work_of(ctx, k)) for k in groups]
+    out = permute_works(dev, report, target, out)
     if ctx.partitions:
         opened: set[int] = set()
         for i, (k, w) in enumerate(out):

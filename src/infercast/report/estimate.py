@@ -24,7 +24,7 @@ SCHEMA = "infercast.estimate/1"
 CSV_COLUMNS = (
     "index", "name", "op", "native_op", "placement", "unit", "kernel", "op_class", "dtype",
     "ops", "ops_eff", "bytes", "compute_s", "memory_s", "overhead_s", "transfer_s",
-    "rewrite_s", "latency_s", "bound", "threads",
+    "rewrite_s", "layout_s", "latency_s", "bound", "threads",
 )  # fmt: skip
 
 BOUND_STYLE = {
@@ -67,6 +67,7 @@ def layer_dict(ly: LayerForecast) -> dict[str, Any]:
         "overhead_s": ly.overhead_s,
         "transfer_s": ly.transfer_s,
         "rewrite_s": ly.rewrite_s,
+        "layout_s": ly.layout_s,
     }
     if ly.fused_into is not None:
         d["fused_into"] = ly.fused_into
@@ -249,7 +250,9 @@ def _summary(fc: Forecast, total_s: float) -> list[Any]:
     head.append(
         f"  ({t['kernels']} kernels; compute {human_seconds(t['compute_s'])}, memory "
         f"{human_seconds(t['memory_s'])}, overhead {human_seconds(t['overhead_s'])}, transfer "
-        f"{human_seconds(t['transfer_s'])}, call {human_seconds(t['invoke_s'])})"
+        f"{human_seconds(t['transfer_s'])}"
+        + (f", layout {human_seconds(t['layout_s'])}" if t["layout_s"] else "")
+        + f", call {human_seconds(t['invoke_s'])})"
     )
     by = ", ".join(
         f"{k} {human_seconds(v)} ({v / total_s:.0%})"

@@ -316,6 +316,13 @@ class Placement:
     accelerator. Empty: every activation merges (the default). The VeriSilicon NN cores of
     the i.MX 8M Plus merge ReLU, ReLU1 and ReLU6 only: no leaky ReLU or PReLU in the NN job
     on that chip (``_imx8mp-npu.toml``)."""
+    channels_first_ops: tuple[str, ...] = ()
+    """Ops (infercast names) the accelerator runs on channels-first feature maps, so that
+    its runtime permutes a TFLite graph's channels-last input before them
+    (:mod:`infercast.estimate.layout`); empty: the runtime inserts no permutes."""
+    layout_reset_ops: tuple[str, ...] = ()
+    """Ops the runtime's layout pass has no rule for: a channels-first input is permuted
+    back to channels-last before them (:mod:`infercast.estimate.layout`)."""
     compiled_op: str = ""
     """The op a model already compiled for this accelerator carries in place of the layers
     the toolchain mapped (the Edge TPU: ``custom:edgetpu-custom-op``). In such a model that

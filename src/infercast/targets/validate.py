@@ -23,6 +23,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from infercast.errors import printable
+from infercast.ops.registry import registered_ops
 from infercast.targets import schema as S
 from infercast.targets.constraints import REGISTRY, check_param, param_type_name
 
@@ -359,6 +360,16 @@ def _cross_checks(raw: Mapping[str, Any], ctx: _Ctx) -> None:
         errs.add(
             "placement.fallback", f"must name a unit of this target ({names}), got {show(fallback)}"
         )
+    known_ops = registered_ops()
+    for key in ("accelerator_activations", "channels_first_ops", "layout_reset_ops"):
+        listed = pl.get(key, [])
+        for op in listed if isinstance(listed, list) else []:
+            if isinstance(op, str) and op not in known_ops:
+                errs.add(
+                    f"placement.{key}",
+                    f"has {show(op)}, not an infercast op name"
+                    + _suggest(op, sorted(known_ops), " (docs/ops.md lists them)"),
+                )
     cal = _table(raw, "calibration")
     if cal.get("paired") is True and not cal.get("values_from"):
         errs.add(
