@@ -18,7 +18,7 @@ import pytest
 
 from conftest import run_keras_script
 from infercast import estimate, load
-from infercast.estimate.fit import Batch, Sample, predict
+from infercast.estimate.fit import Batch, Sample, fit_values, predict
 from infercast.estimate.forecast import Params, kernel_time
 from infercast.estimate.layout import layout_permutes, moves_data
 from infercast.targets import load_target
@@ -102,8 +102,6 @@ def test_the_fit_sees_the_permutes_as_kernels(shuffle: Path) -> None:
     """The vectorised evaluation the fits use counts every permute as the reference
     per-kernel forecast does, and a fit on rows generated with a known per-layer cost
     recovers it with the permutes in the rows."""
-    from infercast.estimate.fit import fit_values
-
     vx = estimate(shuffle, "imx8mp-npu-vx")
     works = tuple(w for _, w in vx.works)
     assert sum(len(w.permutes) for w in works) == 4

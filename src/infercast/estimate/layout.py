@@ -42,14 +42,10 @@ from collections.abc import Mapping
 from infercast.ir.graph import Graph, Tensor
 
 
-def _rank4(t: Tensor) -> bool:
-    return t.shape is not None and len(t.shape) == 4
-
-
 def moves_data(t: Tensor) -> bool:
     """A channels-last <-> channels-first permute of ``t`` moves data (it is not a view):
     its channel count and its spatial extent both exceed 1."""
-    if t.shape is None or len(t.shape) != 4:
+    if t.shape is None or t.rank != 4:
         return False
     _n, h, w, c = (int(d) if isinstance(d, int) else 0 for d in t.shape)
     return c > 1 and h * w > 1
@@ -98,10 +94,10 @@ def layout_permutes(
                     permute(producer.get(t, node.index), t, False)
             continue
         if node.op in channels_first_ops:
-            if ins and _rank4(graph.tensors[ins[0]]):
+            if ins and graph.tensors[ins[0]].rank == 4:
                 permute(node.index, ins[0], True)
             for o in outs:
-                first[o] = _rank4(graph.tensors[o])
+                first[o] = graph.tensors[o].rank == 4
             continue
         if node.op == "transpose" or node.op in reset_ops:
             if node.op != "transpose":
